@@ -1,0 +1,46 @@
+//! Errors raised by the core. Each variant maps to the Python exception class torch raises
+//! for the same mistake; the message text is torch's, word for word.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// torch: RuntimeError
+    Runtime(String),
+    /// torch: IndexError (out-of-range dims and indices)
+    Index(String),
+    /// torch: TypeError (wrong argument kinds)
+    Type(String),
+    /// torch: ValueError
+    Value(String),
+    /// torch: NotImplementedError
+    NotImplemented(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Runtime(m) | Error::Index(m) | Error::Type(m) | Error::Value(m) | Error::NotImplemented(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `return Err(Error::Runtime(format!(...)))` in one line.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::$kind(format!($($arg)*)))
+    };
+}
+
+/// Formats a shape the way torch prints sizes in messages: `[2, 3]`.
+pub fn fmt_shape(shape: &[usize]) -> String {
+    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}

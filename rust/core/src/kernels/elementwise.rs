@@ -1,0 +1,140 @@
+//! Elementwise kernels over strided operands: map (1 input), zip (2), zip3 (3).
+//!
+//! Contiguous runs are processed through slices so LLVM vectorises them; strided runs use
+//! pointer arithmetic. The `_inplace` variants read and write the same elements.
+//!
+//! # Safety (shared by every function here)
+//! Each `Arg` must describe `shape` elements inside its storage. The destination must have no
+//! internal overlap and must not overlap any input, except that in the `_inplace` variants the
+//! destination is also the first input. Storages must stay alive for the call (callers hold the
+//! tensors).
+
+use super::iter::Plan;
+use super::parallel::SendPtr;
+use super::Arg;
+use crate::element::Element;
+
+pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg<S>, f: impl Fn(S) -> D + Sync + Send) {
+    let plan = Plan::new(shape, [dst.strides, src.strides], [dst.offset, src.offset]);
+    let (d, s) = (SendPtr(dst.base), SendPtr(src.base));
+    plan.for_each_run(|o, len, st| {
+        let (d, s) = (d.get().offset(o[0]), s.get().offset(o[1]) as *const S);
+        if st == [1, 1] {
+            // SAFETY: contiguous runs inside their storages; dst does not overlap src (contract).
+            let (dv, sv) = (std::slice::from_raw_parts_mut(d, len), std::slice::from_raw_parts(s, len));
+            for (o, &x) in dv.iter_mut().zip(sv) {
+                *o = f(x);
+            }
+        } else {
+            for i in 0..len as isize {
+                *d.offset(i * st[0]) = f(*s.offset(i * st[1]));
+            }
+        }
+    });
+}
+
+pub unsafe fn map_inplace<T: Element>(shape: &[usize], dst: Arg<T>, f: impl Fn(T) -> T + Sync + Send) {
+    let plan = Plan::new(shape, [dst.strides], [dst.offset]);
+    let d = SendPtr(dst.base);
+    plan.for_each_run(|o, len, st| {
+        let d = d.get().offset(o[0]);
+        if st[0] == 1 {
+            // SAFETY: a contiguous run of dst that only this task touches.
+            for x in std::slice::from_raw_parts_mut(d, len) {
+                *x = f(*x);
+            }
+        } else {
+            for i in 0..len as isize {
+                let p = d.offset(i * st[0]);
+                *p = f(*p);
+            }
+        }
+    });
+}
+
+pub unsafe fn zip<A: Element, B: Element, D: Element>(
+    shape: &[usize],
+    dst: Arg<D>,
+    a: Arg<A>,
+    b: Arg<B>,
+    f: impl Fn(A, B) -> D + Sync + Send,
+) {
+    let plan = Plan::new(shape, [dst.strides, a.strides, b.strides], [dst.offset, a.offset, b.offset]);
+    let (d, pa, pb) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base));
+    plan.for_each_run(|o, len, st| {
+        let d = d.get().offset(o[0]);
+        let a = pa.get().offset(o[1]) as *const A;
+        let b = pb.get().offset(o[2]) as *const B;
+        if st == [1, 1, 1] {
+            // SAFETY: contiguous runs; dst overlaps neither input (contract).
+            let dv = std::slice::from_raw_parts_mut(d, len);
+            let (av, bv) = (std::slice::from_raw_parts(a, len), std::slice::from_raw_parts(b, len));
+            for ((o, &x), &y) in dv.iter_mut().zip(av).zip(bv) {
+                *o = f(x, y);
+            }
+        } else if st == [1, 1, 0] {
+            // A scalar or broadcast row on the right: the commonest broadcast, kept vectorisable.
+            let y = *b;
+            let dv = std::slice::from_raw_parts_mut(d, len);
+            for (o, &x) in dv.iter_mut().zip(std::slice::from_raw_parts(a, len)) {
+                *o = f(x, y);
+            }
+        } else {
+            for i in 0..len as isize {
+                *d.offset(i * st[0]) = f(*a.offset(i * st[1]), *b.offset(i * st[2]));
+            }
+        }
+    });
+}
+
+/// `dst[i] = f(dst[i], b[i])`; `b` must not overlap `dst` (pass `b == dst` through `map_inplace`).
+pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, b: Arg<B>, f: impl Fn(T, B) -> T + Sync + Send) {
+    let plan = Plan::new(shape, [dst.strides, b.strides], [dst.offset, b.offset]);
+    let (d, pb) = (SendPtr(dst.base), SendPtr(b.base));
+    plan.for_each_run(|o, len, st| {
+        let d = d.get().offset(o[0]);
+        let b = pb.get().offset(o[1]) as *const B;
+        if st == [1, 1] {
+            // SAFETY: contiguous, disjoint runs (contract).
+            let dv = std::slice::from_raw_parts_mut(d, len);
+            for (x, &y) in dv.iter_mut().zip(std::slice::from_raw_parts(b, len)) {
+                *x = f(*x, y);
+            }
+        } else if st == [1, 0] {
+            let y = *b;
+            for x in std::slice::from_raw_parts_mut(d, len) {
+                *x = f(*x, y);
+            }
+        } else {
+            for i in 0..len as isize {
+                let p = d.offset(i * st[0]);
+                *p = f(*p, *b.offset(i * st[1]));
+            }
+        }
+    });
+}
+
+pub unsafe fn zip3<A: Element, B: Element, C: Element, D: Element>(
+    shape: &[usize],
+    dst: Arg<D>,
+    a: Arg<A>,
+    b: Arg<B>,
+    c: Arg<C>,
+    f: impl Fn(A, B, C) -> D + Sync + Send,
+) {
+    let plan = Plan::new(
+        shape,
+        [dst.strides, a.strides, b.strides, c.strides],
+        [dst.offset, a.offset, b.offset, c.offset],
+    );
+    let (d, pa, pb, pc) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base), SendPtr(c.base));
+    plan.for_each_run(|o, len, st| {
+        let d = d.get().offset(o[0]);
+        let a = pa.get().offset(o[1]) as *const A;
+        let b = pb.get().offset(o[2]) as *const B;
+        let c = pc.get().offset(o[3]) as *const C;
+        for i in 0..len as isize {
+            *d.offset(i * st[0]) = f(*a.offset(i * st[1]), *b.offset(i * st[2]), *c.offset(i * st[3]));
+        }
+    });
+}

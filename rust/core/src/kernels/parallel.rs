@@ -1,0 +1,37 @@
+//! When to go parallel, and the pointer wrapper that lets kernels hand memory to rayon.
+
+/// Element count above which elementwise kernels split work over rayon's pool.
+pub const PAR_MIN_ELEMS: usize = 1 << 17;
+/// Elements per parallel task; fixed (not derived from the thread count) so that reductions
+/// combine the same partial sums in the same order on every machine: results are deterministic.
+pub const GRAIN: usize = 1 << 15;
+
+/// A raw pointer that may cross into rayon tasks.
+#[derive(Clone, Copy)]
+pub struct SendPtr<T>(pub *mut T);
+// SAFETY: kernels give each task a disjoint set of output elements to write and only read
+// inputs; the op layer guarantees outputs do not overlap inputs (or are exactly the same
+// elements, in which case each element is read then written by the one task that owns it).
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Runs `f(start, end)` over `[0, n)` in fixed-size chunks, in parallel when `n` is large.
+pub fn for_chunks(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    use rayon::prelude::*;
+    if n < min_par || rayon::current_num_threads() <= 1 {
+        f(0, n);
+        return;
+    }
+    let chunks = n.div_ceil(GRAIN);
+    (0..chunks).into_par_iter().for_each(|c| {
+        let start = c * GRAIN;
+        f(start, (start + GRAIN).min(n));
+    });
+}

@@ -1,0 +1,465 @@
+//! Strided layout: shape, strides (in elements) and storage offset, and every zero-copy view
+//! transformation torch defines on them. Nothing here touches memory.
+
+use crate::error::{fmt_shape, Error, Result};
+use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+    pub offset: usize,
+}
+
+impl Layout {
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// torch's definition: dims of size 1 may have any stride; an empty tensor is contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected: isize = 1;
+        for i in (0..self.ndim()).rev() {
+            if self.shape[i] == 1 {
+                continue;
+            }
+            if self.strides[i] != expected {
+                return false;
+            }
+            expected *= self.shape[i] as isize;
+        }
+        true
+    }
+
+    /// Smallest and one-past-largest element offsets the layout can reach (None when empty).
+    pub fn extent(&self) -> Option<(isize, isize)> {
+        if self.numel() == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        for (&s, &st) in self.shape.iter().zip(&self.strides) {
+            let span = (s as isize - 1) * st;
+            if span < 0 { lo += span } else { hi += span }
+        }
+        Some((lo, hi + 1))
+    }
+
+    /// True when two different indices can name the same element (an expanded tensor, say).
+    /// Like torch, only zero strides on non-trivial dims are detected for sure; other cases are
+    /// checked by sorting strides (a non-overlapping-and-dense test).
+    pub fn has_internal_overlap(&self) -> bool {
+        if self.is_contiguous() {
+            return false;
+        }
+        if self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0) {
+            return true;
+        }
+        // Sort dims by stride; each must step over everything the inner ones cover.
+        let mut dims: Vec<(usize, isize)> =
+            self.shape.iter().zip(&self.strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.abs())).collect();
+        dims.sort_by_key(|&(_, st)| st);
+        let mut covered: isize = 1;
+        for (s, st) in dims {
+            if st < covered {
+                return true;
+            }
+            covered = st * s as isize;
+        }
+        false
+    }
+
+    // ----- view transformations (each returns the new layout, sharing storage) -----
+
+    /// torch's `computeStride`: the strides `view(shape)` would need, or None when the memory
+    /// cannot be re-read as that shape without a copy.
+    pub fn view_strides(&self, new_shape: &[usize]) -> Option<Vec<isize>> {
+        let old_shape = &self.shape;
+        let old_strides = &self.strides;
+        if old_shape.is_empty() {
+            return Some(vec![1; new_shape.len()]);
+        }
+        let n = numel(old_shape);
+        if n == 0 && old_shape == new_shape {
+            return Some(old_strides.clone());
+        }
+        let mut new_strides = vec![0isize; new_shape.len()];
+        if n == 0 {
+            return Some(contiguous_strides(new_shape));
+        }
+        let mut view_d = new_shape.len() as isize - 1;
+        let mut chunk_base_stride = *old_strides.last().unwrap();
+        let mut tensor_numel: usize = 1;
+        let mut view_numel: usize = 1;
+        for tensor_d in (0..old_shape.len()).rev() {
+            tensor_numel *= old_shape[tensor_d];
+            if tensor_d == 0
+                || (old_shape[tensor_d - 1] != 1
+                    && old_strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride)
+            {
+                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                    new_strides[view_d as usize] = view_numel as isize * chunk_base_stride;
+                    view_numel *= new_shape[view_d as usize];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if tensor_d > 0 {
+                    chunk_base_stride = old_strides[tensor_d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        if view_d != -1 {
+            return None;
+        }
+        Some(new_strides)
+    }
+
+    pub fn view(&self, shape: &[i64]) -> Result<Layout> {
+        let new_shape = infer_size(shape, self.numel())?;
+        match self.view_strides(&new_shape) {
+            Some(strides) => Ok(Layout { shape: new_shape, strides, offset: self.offset }),
+            None => Err(Error::Runtime(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into(),
+            )),
+        }
+    }
+
+    pub fn permute(&self, dims: &[i64]) -> Result<Layout> {
+        let n = self.ndim();
+        if dims.len() != n {
+            return Err(Error::Runtime(format!(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
+                n,
+                dims.len()
+            )));
+        }
+        let mut seen = vec![false; n];
+        let mut shape = Vec::with_capacity(n);
+        let mut strides = Vec::with_capacity(n);
+        for &d in dims {
+            let w = wrap_dim(d, n)?;
+            if seen[w] {
+                return Err(Error::Runtime("permute(): duplicate dims are not allowed.".into()));
+            }
+            seen[w] = true;
+            shape.push(self.shape[w]);
+            strides.push(self.strides[w]);
+        }
+        Ok(Layout { shape, strides, offset: self.offset })
+    }
+
+    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Layout> {
+        let n = self.ndim();
+        let (a, b) = (wrap_dim(d0, n)?, wrap_dim(d1, n)?);
+        let mut out = self.clone();
+        if n > 0 {
+            out.shape.swap(a, b);
+            out.strides.swap(a, b);
+        }
+        Ok(out)
+    }
+
+    pub fn t(&self) -> Result<Layout> {
+        if self.ndim() > 2 {
+            return Err(Error::Runtime(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.ndim()
+            )));
+        }
+        if self.ndim() < 2 {
+            return Ok(self.clone());
+        }
+        self.transpose(0, 1)
+    }
+
+    pub fn unsqueeze(&self, dim: i64) -> Result<Layout> {
+        let d = wrap_dim_insert(dim, self.ndim())?;
+        let mut out = self.clone();
+        let stride = if d >= self.ndim() { 1 } else { self.strides[d] * self.shape[d] as isize };
+        out.shape.insert(d, 1);
+        out.strides.insert(d, stride);
+        Ok(out)
+    }
+
+    /// squeeze() with no dims drops every size-1 dim; with dims, only those of size 1.
+    pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Layout> {
+        let n = self.ndim();
+        let targets: Vec<usize> = match dims {
+            None => (0..n).collect(),
+            Some(ds) => {
+                let mut v = Vec::new();
+                for &d in ds {
+                    v.push(wrap_dim(d, n)?);
+                }
+                v
+            }
+        };
+        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        for i in 0..n {
+            if self.shape[i] == 1 && targets.contains(&i) {
+                continue;
+            }
+            out.shape.push(self.shape[i]);
+            out.strides.push(self.strides[i]);
+        }
+        Ok(out)
+    }
+
+    pub fn expand(&self, sizes: &[i64]) -> Result<Layout> {
+        let n = self.ndim();
+        if sizes.len() < n {
+            return Err(Error::Runtime(format!(
+                "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                fmt_shape(&self.shape).trim_matches(|c| c == '[' || c == ']'),
+                sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                sizes.len(),
+                n
+            )));
+        }
+        let lead = sizes.len() - n;
+        let mut shape = vec![0usize; sizes.len()];
+        let mut strides = vec![0isize; sizes.len()];
+        for i in (0..sizes.len()).rev() {
+            let want = sizes[i];
+            if i < lead {
+                if want < 0 {
+                    return Err(Error::Runtime(format!(
+                        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {}",
+                        i
+                    )));
+                }
+                shape[i] = want as usize;
+                strides[i] = 0;
+                continue;
+            }
+            let j = i - lead;
+            let have = self.shape[j];
+            if want == -1 || want as usize == have {
+                shape[i] = have;
+                strides[i] = self.strides[j];
+            } else if have == 1 && want >= 0 {
+                shape[i] = want as usize;
+                strides[i] = 0;
+            } else {
+                return Err(Error::Runtime(format!(
+                    "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: {}",
+                    want,
+                    have,
+                    i,
+                    sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                    fmt_shape(&self.shape)
+                )));
+            }
+        }
+        Ok(Layout { shape, strides, offset: self.offset })
+    }
+
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Layout> {
+        if self.ndim() == 0 {
+            return Err(Error::Runtime("narrow() cannot be applied to a 0-dim tensor.".into()));
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        if length < 0 {
+            return Err(Error::Runtime("narrow(): length must be non-negative.".into()));
+        }
+        if start < -size || start > size {
+            return Err(Error::Index(format!(
+                "start out of range (expected to be in range of [{}, {}], but got {})",
+                -size, size, start
+            )));
+        }
+        let start = if start < 0 { start + size } else { start };
+        if start + length > size {
+            return Err(Error::Runtime(format!(
+                "start ({}) + length ({}) exceeds dimension size ({}).",
+                start, length, size
+            )));
+        }
+        self.slice(d, start, start + length, 1)
+    }
+
+    /// Basic slicing along one dim; start/end already clamped by the caller or clamped here.
+    pub fn slice(&self, dim: usize, start: i64, end: i64, step: i64) -> Result<Layout> {
+        if step <= 0 {
+            return Err(Error::Value("step must be greater than zero".into()));
+        }
+        let size = self.shape[dim] as i64;
+        let clamp = |v: i64| -> i64 {
+            let v = if v < 0 { v + size } else { v };
+            v.clamp(0, size)
+        };
+        let (s, e) = (clamp(start), clamp(end));
+        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let mut out = self.clone();
+        out.offset = (self.offset as isize + s as isize * self.strides[dim]) as usize;
+        out.shape[dim] = len as usize;
+        out.strides[dim] = self.strides[dim] * step as isize;
+        Ok(out)
+    }
+
+    pub fn select(&self, dim: i64, index: i64) -> Result<Layout> {
+        if self.ndim() == 0 {
+            return Err(Error::Index("select() cannot be applied to a 0-dim tensor.".into()));
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        if index < -size || index >= size {
+            return Err(Error::Index(format!(
+                "select(): index {} out of range for tensor of size {} at dimension {}",
+                index,
+                fmt_shape(&self.shape),
+                dim
+            )));
+        }
+        let i = if index < 0 { index + size } else { index };
+        let mut out = self.clone();
+        out.offset = (self.offset as isize + i as isize * self.strides[d]) as usize;
+        out.shape.remove(d);
+        out.strides.remove(d);
+        Ok(out)
+    }
+
+    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Layout> {
+        let n = self.ndim();
+        let (d1, d2) = (wrap_dim(dim1, n)?, wrap_dim(dim2, n)?);
+        if d1 == d2 {
+            return Err(Error::Runtime(format!(
+                "diagonal dimensions cannot be identical {}, {}",
+                dim1, dim2
+            )));
+        }
+        let (s1, s2) = (self.shape[d1] as i64, self.shape[d2] as i64);
+        let (len, start) = if offset >= 0 {
+            ((s1.min(s2 - offset)).max(0), offset * self.strides[d2] as i64)
+        } else {
+            ((s1 + offset).min(s2).max(0), -offset * self.strides[d1] as i64)
+        };
+        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        if len > 0 {
+            out.offset = (self.offset as i64 + start) as usize;
+        }
+        for i in 0..n {
+            if i != d1 && i != d2 {
+                out.shape.push(self.shape[i]);
+                out.strides.push(self.strides[i]);
+            }
+        }
+        out.shape.push(len as usize);
+        out.strides.push(self.strides[d1] + self.strides[d2]);
+        Ok(out)
+    }
+
+    /// as_strided, bounds-checked against the storage size (in elements).
+    pub fn as_strided(size: &[i64], stride: &[i64], offset: i64, storage_len: usize) -> Result<Layout> {
+        if size.len() != stride.len() {
+            return Err(Error::Runtime(format!(
+                "mismatch in length of strides and shape"
+            )));
+        }
+        if offset < 0 {
+            return Err(Error::Runtime(format!("Tensor: invalid storage offset {}", offset)));
+        }
+        for &s in size {
+            if s < 0 {
+                return Err(Error::Runtime(format!(
+                    "Trying to create tensor with negative dimension {}: {:?}",
+                    s, size
+                )));
+            }
+        }
+        for &s in stride {
+            if s < 0 {
+                return Err(Error::Runtime("as_strided: Negative strides are not supported at the moment, got strides: ".to_string() + &format!("{:?}", stride)));
+            }
+        }
+        let layout = Layout {
+            shape: size.iter().map(|&s| s as usize).collect(),
+            strides: stride.iter().map(|&s| s as isize).collect(),
+            offset: offset as usize,
+        };
+        if let Some((_, hi)) = layout.extent() {
+            if hi as usize > storage_len {
+                return Err(Error::Runtime(format!(
+                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {{ITEMSIZE}} requiring a storage size of {{NEED}} are out of bounds for storage of size {{HAVE}}",
+                    fmt_shape(&layout.shape),
+                    fmt_shape(&layout.strides.iter().map(|&s| s as usize).collect::<Vec<_>>()),
+                    offset
+                )));
+            }
+        }
+        Ok(layout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguity() {
+        let l = Layout::contiguous(&[2, 3]);
+        assert!(l.is_contiguous());
+        assert!(!l.transpose(0, 1).unwrap().is_contiguous());
+        assert!(Layout::contiguous(&[1, 3]).transpose(0, 1).unwrap().is_contiguous());
+    }
+
+    #[test]
+    fn view_of_transposed_fails_like_torch() {
+        let t = Layout::contiguous(&[2, 3]).transpose(0, 1).unwrap();
+        assert!(t.view(&[6]).is_err());
+        assert_eq!(t.view(&[3, 2]).unwrap().strides, vec![1, 3]);
+        let l = Layout::contiguous(&[4, 6]);
+        assert_eq!(l.view(&[2, 2, 6]).unwrap().strides, vec![12, 6, 1]);
+        let sliced = l.slice(1, 0, 6, 2).unwrap(); // [4,3] strides [6,2]
+        assert_eq!(sliced.view(&[2, 2, 3]).unwrap().strides, vec![12, 6, 2]);
+        // [4,3] with strides [6,2] is one run of stride 2: viewable as [12] (torch agrees).
+        assert_eq!(sliced.view(&[12]).unwrap().strides, vec![2]);
+        let holes = Layout::contiguous(&[4, 6]).slice(1, 0, 3, 1).unwrap(); // [4,3] strides [6,1]
+        assert!(holes.view(&[12]).is_err());
+    }
+
+    #[test]
+    fn expand_and_overlap() {
+        let l = Layout::contiguous(&[3, 1]);
+        let e = l.expand(&[2, 3, 4]).unwrap();
+        assert_eq!(e.shape, vec![2, 3, 4]);
+        assert_eq!(e.strides, vec![0, 1, 0]);
+        assert!(e.has_internal_overlap());
+        assert!(!l.has_internal_overlap());
+        assert!(l.expand(&[3, 2, 2]).is_err());
+    }
+
+    #[test]
+    fn diagonal_and_select() {
+        let l = Layout::contiguous(&[3, 4]);
+        let d = l.diagonal(1, 0, 1).unwrap();
+        assert_eq!((d.shape.clone(), d.strides.clone(), d.offset), (vec![3], vec![5], 1));
+        let s = l.select(1, -1).unwrap();
+        assert_eq!((s.shape.clone(), s.strides.clone(), s.offset), (vec![3], vec![4], 3));
+        assert!(l.select(0, 3).is_err());
+    }
+
+    #[test]
+    fn slicing_with_steps() {
+        let l = Layout::contiguous(&[10]);
+        let s = l.slice(0, 1, 100, 3).unwrap();
+        assert_eq!((s.shape.clone(), s.strides.clone(), s.offset), (vec![3], vec![3], 1));
+        let e = l.slice(0, 8, 2, 1).unwrap();
+        assert_eq!(e.shape, vec![0]);
+    }
+}

@@ -1,0 +1,284 @@
+//! Unary elementwise ops and their in-place variants.
+//!
+//! `UnaryOp` is the table: name, torch's backward node name, and which dtypes the op accepts.
+//! `with_unary_fn!` binds the per-element function once per (op, dtype) so every kernel is
+//! monomorphised and vectorisable; backward formulas will sit beside each entry.
+
+use crate::dtype::{check_castable, DType};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::{map, map_inplace};
+use crate::kernels::Arg;
+use crate::ops::copy::{cast_input, copy_kernel, empty_with_layout, preserved_layout};
+use crate::ops::write::{write, Alias};
+use crate::tensor::Tensor;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Silu,
+    Gelu,
+    GeluTanh,
+    Reciprocal,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    LogicalNot,
+    BitwiseNot,
+}
+
+/// What an op does with integer and bool inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntRule {
+    /// Computes in the default float dtype (exp of an int tensor is float32).
+    ToFloat,
+    /// Keeps the integer dtype.
+    Keep,
+    /// Keeps integer dtypes; bool raises the given error.
+    KeepNoBool(Error),
+    /// Output is bool whatever the input.
+    ToBool,
+    /// Integer and bool only; floats raise torch's "not implemented" error.
+    IntegralOnly,
+}
+
+pub struct UnaryDef {
+    pub name: &'static str,
+    pub node: &'static str,
+    pub ints: IntRule,
+}
+
+impl UnaryOp {
+    pub fn def(self) -> UnaryDef {
+        use IntRule::*;
+        use UnaryOp::*;
+        let (name, node, ints) = match self {
+            Neg => ("neg", "NegBackward0", KeepNoBool(Error::Runtime("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.".into()))),
+            Abs => ("abs", "AbsBackward0", KeepNoBool(Error::NotImplemented("\"abs_cpu\" not implemented for 'Bool'".into()))),
+            Sign => ("sign", "SignBackward0", Keep),
+            Exp => ("exp", "ExpBackward0", ToFloat),
+            Log => ("log", "LogBackward0", ToFloat),
+            Log1p => ("log1p", "Log1PBackward0", ToFloat),
+            Expm1 => ("expm1", "Expm1Backward0", ToFloat),
+            Sqrt => ("sqrt", "SqrtBackward0", ToFloat),
+            Rsqrt => ("rsqrt", "RsqrtBackward0", ToFloat),
+            Sin => ("sin", "SinBackward0", ToFloat),
+            Cos => ("cos", "CosBackward0", ToFloat),
+            Tanh => ("tanh", "TanhBackward0", ToFloat),
+            Sigmoid => ("sigmoid", "SigmoidBackward0", ToFloat),
+            Relu => ("relu", "ReluBackward0", KeepNoBool(Error::Runtime("Boolean inputs not supported for relu".into()))),
+            Silu => ("silu", "SiluBackward0", ToFloat),
+            Gelu => ("gelu", "GeluBackward0", ToFloat),
+            GeluTanh => ("gelu", "GeluBackward0", ToFloat),
+            Reciprocal => ("reciprocal", "ReciprocalBackward0", ToFloat),
+            Floor => ("floor", "FloorBackward0", Keep),
+            Ceil => ("ceil", "CeilBackward0", Keep),
+            Round => ("round", "RoundBackward0", Keep),
+            Trunc => ("trunc", "TruncBackward0", Keep),
+            LogicalNot => ("logical_not", "NotImplemented", ToBool),
+            BitwiseNot => ("bitwise_not", "NotImplemented", IntegralOnly),
+        };
+        UnaryDef { name, node, ints }
+    }
+
+    /// The dtype the op computes and returns for an input of `dtype`.
+    pub fn result_dtype(self, dtype: DType) -> Result<DType> {
+        let def = self.def();
+        Ok(match def.ints {
+            _ if dtype.is_floating() && matches!(def.ints, IntRule::IntegralOnly) => {
+                return Err(Error::NotImplemented(format!("\"{}_cpu\" not implemented for '{}'", def.name, dtype.scalar_type_name())))
+            }
+            IntRule::ToBool => DType::Bool,
+            _ if dtype.is_floating() => dtype,
+            IntRule::ToFloat => DType::Float32,
+            IntRule::KeepNoBool(err) if dtype == DType::Bool => return Err(err),
+            _ => dtype,
+        })
+    }
+}
+
+fn gelu_exact<T: num_traits::Float>(x: T) -> T {
+    let v = x.to_f64().unwrap();
+    T::from(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2))).unwrap()
+}
+
+fn gelu_tanh<T: num_traits::Float>(x: T) -> T {
+    let v = x.to_f64().unwrap();
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    T::from(0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())).unwrap()
+}
+
+/// Binds `$f` to the per-element function of `$op` for float type `$T` and evaluates `$body`.
+macro_rules! with_float_fn {
+    ($op:expr, $T:ty, $f:ident => $body:expr) => {{
+        let zero = 0.0 as $T;
+        let one = 1.0 as $T;
+        match $op {
+            UnaryOp::Neg => { let $f = |x: $T| -x; $body }
+            UnaryOp::Abs => { let $f = |x: $T| x.abs(); $body }
+            UnaryOp::Sign => { let $f = move |x: $T| if x > zero { one } else if x < zero { -one } else { x * zero }; $body }
+            UnaryOp::Exp => { let $f = |x: $T| x.exp(); $body }
+            UnaryOp::Log => { let $f = |x: $T| x.ln(); $body }
+            UnaryOp::Log1p => { let $f = |x: $T| x.ln_1p(); $body }
+            UnaryOp::Expm1 => { let $f = |x: $T| x.exp_m1(); $body }
+            UnaryOp::Sqrt => { let $f = |x: $T| x.sqrt(); $body }
+            UnaryOp::Rsqrt => { let $f = move |x: $T| one / x.sqrt(); $body }
+            UnaryOp::Sin => { let $f = |x: $T| x.sin(); $body }
+            UnaryOp::Cos => { let $f = |x: $T| x.cos(); $body }
+            UnaryOp::Tanh => { let $f = |x: $T| x.tanh(); $body }
+            UnaryOp::Sigmoid => { let $f = move |x: $T| one / (one + (-x).exp()); $body }
+            // `!(x <= 0)` keeps NaN, as torch's relu does.
+            UnaryOp::Relu => { let $f = move |x: $T| if !(x <= zero) { x } else { zero }; $body }
+            UnaryOp::Silu => { let $f = move |x: $T| x / (one + (-x).exp()); $body }
+            UnaryOp::Gelu => { let $f = |x: $T| gelu_exact(x); $body }
+            UnaryOp::GeluTanh => { let $f = |x: $T| gelu_tanh(x); $body }
+            UnaryOp::Reciprocal => { let $f = move |x: $T| one / x; $body }
+            UnaryOp::Floor => { let $f = |x: $T| x.floor(); $body }
+            UnaryOp::Ceil => { let $f = |x: $T| x.ceil(); $body }
+            UnaryOp::Round => { let $f = |x: $T| round_half_even(x); $body }
+            UnaryOp::Trunc => { let $f = |x: $T| x.trunc(); $body }
+            UnaryOp::LogicalNot | UnaryOp::BitwiseNot => unreachable!("handled before float dispatch"),
+        }
+    }};
+}
+
+/// torch.round rounds half to even.
+fn round_half_even<T: num_traits::Float>(x: T) -> T {
+    let r = x.round();
+    let two = T::one() + T::one();
+    if (x - x.trunc()).abs() == T::from(0.5).unwrap() && (r / two).fract() != T::zero() {
+        r - x.signum()
+    } else {
+        r
+    }
+}
+
+/// Binds `$f` for integer type `$T` (ops that keep integer dtypes).
+macro_rules! with_int_fn {
+    ($op:expr, $T:ty, $f:ident => $body:expr) => {{
+        match $op {
+            UnaryOp::Neg => { let $f = |x: $T| x.wrapping_neg(); $body }
+            UnaryOp::Abs => { let $f = |x: $T| x.wrapping_abs(); $body }
+            UnaryOp::Sign => { let $f = |x: $T| x.signum(); $body }
+            UnaryOp::Relu => { let $f = |x: $T| if x > 0 { x } else { 0 }; $body }
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => { let $f = |x: $T| x; $body }
+            UnaryOp::BitwiseNot => { let $f = |x: $T| !x; $body }
+            _ => unreachable!("float-only ops cast ints to float first"),
+        }
+    }};
+}
+
+/// Runs `op` elementwise from `src` (already of the compute dtype) into `dst` (same dtype).
+/// `in_place` means `dst` is `src` itself.
+fn run(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
+    let shape = dst.shape().to_vec();
+    macro_rules! go {
+        ($T:ty, $f:ident) => {
+            // SAFETY: layouts are inside their storages; out-of-place dst is fresh, and in place
+            // dst and src are the same elements (checked by the write path).
+            unsafe {
+                if in_place {
+                    map_inplace::<$T>(&shape, Arg::of(dst), $f)
+                } else {
+                    map::<$T, $T>(&shape, Arg::of(dst), Arg::of(src), $f)
+                }
+            }
+        };
+    }
+    match (op, dst.dtype()) {
+        (UnaryOp::LogicalNot, _) => {
+            // Output bool from any input dtype: never in place across dtypes.
+            crate::dispatch!(src.dtype(), S => {
+                if in_place && src.dtype() == DType::Bool {
+                    // SAFETY: as above.
+                    unsafe { map_inplace::<bool>(&shape, Arg::of(dst), |x| !x) }
+                } else {
+                    // SAFETY: as above.
+                    unsafe { map::<S, bool>(&shape, Arg::of(dst), Arg::of(src), |x| !x.to_bool()) }
+                }
+            })
+        }
+        (_, DType::Float32) => with_float_fn!(op, f32, f => go!(f32, f)),
+        (_, DType::Float64) => with_float_fn!(op, f64, f => go!(f64, f)),
+        (_, DType::Int64) => with_int_fn!(op, i64, f => go!(i64, f)),
+        (_, DType::Int32) => with_int_fn!(op, i32, f => go!(i32, f)),
+        (_, DType::Bool) => {
+            // Ops that keep bool: abs/sign/floor... are identities; bitwise_not is logical not.
+            if op == UnaryOp::BitwiseNot {
+                let f = |x: bool| !x;
+                go!(bool, f)
+            } else {
+                let f = |x: bool| x;
+                go!(bool, f)
+            }
+        }
+    }
+}
+
+/// Out-of-place: a new tensor (torch's output layout: the input's memory order).
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let dtype = op.result_dtype(x.dtype())?;
+    let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype) };
+    let out = empty_with_layout(&preserved_layout(x), dtype);
+    run(op, &out, &compute, false);
+    Ok(out)
+}
+
+/// In-place: `x.op_()` through the write path; the result dtype must be castable to x's.
+pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
+    let dtype = op.result_dtype(x.dtype())?;
+    check_castable(dtype, x.dtype())?;
+    write(x, &[x], |reads| {
+        debug_assert_eq!(reads[0].1, Alias::Same);
+        if dtype == x.dtype() {
+            run(op, x, x, true);
+        } else {
+            // e.g. logical_not_ on a float tensor: compute to bool, cast back.
+            let tmp = unary(op, x)?;
+            copy_kernel(x, &tmp);
+        }
+        Ok(())
+    })
+}
+
+/// Generic helper for float-parameterised unary ops (leaky_relu, elu, pow with scalar...).
+pub fn map_float(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync + Send + Copy, name: &str) -> Result<Tensor> {
+    let dtype = if x.dtype().is_floating() { x.dtype() } else {
+        return Err(Error::NotImplemented(format!("\"{}_cpu\" not implemented for '{}'", name, x.dtype().scalar_type_name())));
+    };
+    let body = |dst: &Tensor, src: &Tensor, inplace: bool| {
+        crate::dispatch_float!(dtype, T => {
+            let f = move |v: T| T::from_f64(f64_fn(v.to_f64()));
+            // SAFETY: see `run`.
+            unsafe {
+                if inplace { map_inplace::<T>(dst.shape(), Arg::of(dst), f) }
+                else { map::<T, T>(dst.shape(), Arg::of(dst), Arg::of(src), f) }
+            }
+        }, _ => unreachable!())
+    };
+    if in_place {
+        write(x, &[x], |_| { body(x, x, true); Ok(()) })?;
+        Ok(x.clone())
+    } else {
+        let out = empty_with_layout(&preserved_layout(x), dtype);
+        body(&out, x, false);
+        Ok(out)
+    }
+}
+
+#[allow(dead_code)]
+fn _uses<T: Element>() {}

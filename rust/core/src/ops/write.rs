@@ -1,0 +1,88 @@
+//! The one write path (DESIGN invariant 1).
+//!
+//! Every write into memory a user can already see — in-place ops, `out=`, `__setitem__`,
+//! `copy_`, `fill_`, `zero_`, optimizer steps — comes through `write`. It refuses destinations
+//! whose elements alias each other, refuses (like torch) or resolves (where torch would compute
+//! garbage) reads that partially overlap the destination, runs the kernel, and bumps the
+//! version counter exactly once. Autograd's leaf/view checks and history rebase (issue 3) hook
+//! in here, before and after the kernel.
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ops::copy::contiguous_copy;
+use crate::tensor::Tensor;
+
+const INTERNAL_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+const PARTIAL_OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+
+/// How a read operand relates to the destination's memory.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Alias {
+    /// Different memory: read freely.
+    None,
+    /// The very same elements in the same order: an elementwise kernel may read and write in place.
+    Same,
+    /// Overlapping memory in another arrangement: must be read from a copy.
+    Other,
+}
+
+fn non_overlapping_and_dense(l: &Layout) -> bool {
+    !l.has_internal_overlap() && l.extent().map_or(true, |(lo, hi)| (hi - lo) as usize == l.numel())
+}
+
+/// Classifies `src` against `dst`, raising torch's partial-overlap error where torch does.
+pub fn alias_of(dst: &Tensor, src: &Tensor) -> Result<Alias> {
+    if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
+        return Ok(Alias::None);
+    }
+    if dst.layout == src.layout {
+        return Ok(Alias::Same);
+    }
+    let (Some((a0, a1)), Some((b0, b1))) = (dst.layout.extent(), src.layout.extent()) else {
+        return Ok(Alias::None);
+    };
+    if a1 <= b0 || b1 <= a0 {
+        // Disjoint ranges cannot share an element.
+        return Ok(Alias::None);
+    }
+    let both_dense = non_overlapping_and_dense(&dst.layout) && non_overlapping_and_dense(&src.layout);
+    if both_dense && (a0, a1) != (b0, b1) {
+        return Err(Error::Runtime(PARTIAL_OVERLAP.into()));
+    }
+    Ok(Alias::Other)
+}
+
+/// Rejects destinations with self-overlapping elements (an expanded tensor, say).
+pub fn check_no_internal_overlap(dst: &Tensor) -> Result<()> {
+    if dst.layout.has_internal_overlap() {
+        return Err(Error::Runtime(INTERNAL_OVERLAP.into()));
+    }
+    Ok(())
+}
+
+/// Prepares the reads of a write into `dst`: each is returned with its alias class; reads that
+/// overlap `dst` in another arrangement are replaced by private copies first.
+pub fn prepare_reads(dst: &Tensor, reads: &[&Tensor]) -> Result<Vec<(Tensor, Alias)>> {
+    check_no_internal_overlap(dst)?;
+    reads
+        .iter()
+        .map(|&r| match alias_of(dst, r)? {
+            Alias::Other => Ok((contiguous_copy(r, r.dtype()), Alias::None)),
+            a => Ok((r.clone(), a)),
+        })
+        .collect()
+}
+
+/// Runs `kernel` as a write into `dst` and bumps its version once (even for a no-op write,
+/// as torch does: `add_(0)` bumps too).
+pub fn write<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce(&[(Tensor, Alias)]) -> Result<R>) -> Result<R> {
+    let prepared = prepare_reads(dst, reads)?;
+    let out = kernel(&prepared)?;
+    dst.version.bump();
+    Ok(out)
+}
+
+/// Bumps the version without writing data: in-place metadata ops (`t_`, `squeeze_`, ... R3).
+pub fn bump_metadata(dst: &Tensor) {
+    dst.version.bump();
+}

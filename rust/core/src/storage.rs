@@ -1,0 +1,74 @@
+//! Storage: a flat byte buffer shared (through `Arc`) by a tensor and all its views.
+//!
+//! Memory is either a `Block` from our allocator or foreign memory kept alive by an owner
+//! (a NumPy array handed to `from_numpy`). Access goes through raw pointers: several views may
+//! alias one storage, so no `&mut [T]` to the whole buffer ever exists. Kernels form slices only
+//! over the exact ranges an op reads or writes, after the op layer has ruled out overlap between
+//! what it writes and what it reads (see `ops::write`).
+
+use crate::alloc::Block;
+use crate::dtype::DType;
+use std::any::Any;
+use std::sync::Arc;
+
+enum Memory {
+    Owned(Block),
+    /// Foreign memory; `owner` keeps it alive and is dropped with the storage.
+    Foreign { ptr: *mut u8, len: usize, _owner: Box<dyn Any + Send + Sync> },
+}
+
+pub struct Storage {
+    memory: Memory,
+    pub dtype: DType,
+}
+
+// SAFETY: Storage is a heap buffer plus (for foreign memory) an owner that is itself Send+Sync.
+// The raw pointer is an address, not a borrow; concurrent access is governed by the op layer,
+// which writes only through the single write path and releases the GIL only while the Python
+// caller holds references to every tensor involved.
+unsafe impl Send for Storage {}
+// SAFETY: see above; &Storage hands out the base address only.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// New storage for `numel` elements of `dtype`, zero-filled when asked.
+    pub fn new(numel: usize, dtype: DType, zeroed: bool) -> Arc<Storage> {
+        Arc::new(Storage { memory: Memory::Owned(Block::new(numel * dtype.size(), zeroed)), dtype })
+    }
+
+    /// Wraps memory owned by someone else.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len_bytes` readable and writable bytes, aligned for `dtype`, that stay
+    /// valid for as long as `owner` lives.
+    pub unsafe fn from_foreign(ptr: *mut u8, len_bytes: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Arc<Storage> {
+        Arc::new(Storage { memory: Memory::Foreign { ptr, len: len_bytes, _owner: owner }, dtype })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        match &self.memory {
+            Memory::Owned(b) => b.as_ptr(),
+            Memory::Foreign { ptr, .. } => *ptr,
+        }
+    }
+
+    pub fn nbytes(&self) -> usize {
+        match &self.memory {
+            Memory::Owned(b) => b.len(),
+            Memory::Foreign { len, .. } => *len,
+        }
+    }
+
+    /// Number of elements of `dtype` the storage holds.
+    pub fn len(&self) -> usize {
+        self.nbytes() / self.dtype.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nbytes() == 0
+    }
+
+    pub fn is_foreign(&self) -> bool {
+        matches!(self.memory, Memory::Foreign { .. })
+    }
+}

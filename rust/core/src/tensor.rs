@@ -1,0 +1,157 @@
+//! The tensor: a strided window (layout) onto shared storage, plus its version counter.
+//!
+//! `Tensor` is a cheap-to-clone value (an `Arc` and a small layout). Cloning the value is not
+//! `clone()` in torch's sense (that is `ops::copy::clone`): both values name the same tensor
+//! memory and version counter. Views are new values over the same storage and counter.
+//! Autograd metadata (issue 3) joins as one more `Arc` field here; nothing else changes shape.
+
+use crate::dtype::{DType, Scalar};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::storage::Storage;
+use crate::version::VersionCounter;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Tensor {
+    pub storage: Arc<Storage>,
+    pub layout: Layout,
+    pub version: VersionCounter,
+    /// True for results of view ops (they share storage and counter with a base).
+    pub is_view: bool,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={:?}, strides={:?}, offset={}, dtype={:?})", self.shape(), self.layout.strides, self.layout.offset, self.dtype())
+    }
+}
+
+impl Tensor {
+    /// Uninitialised contiguous tensor (memory from the caching allocator).
+    pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
+        let layout = Layout::contiguous(shape);
+        let storage = Storage::new(layout.numel(), dtype, false);
+        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        let layout = Layout::contiguous(shape);
+        let storage = Storage::new(layout.numel(), dtype, true);
+        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+    }
+
+    pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
+        let t = Tensor::empty(shape, dtype);
+        crate::kernels::fill::fill(&t, value);
+        t
+    }
+
+    /// A 0-d tensor holding one number.
+    pub fn scalar(value: Scalar, dtype: DType) -> Tensor {
+        Tensor::full(&[], value, dtype)
+    }
+
+    /// Builds a contiguous tensor from row-major values.
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != values.len() {
+            return Err(Error::Runtime(format!("shape {:?} is invalid for input of size {}", shape, values.len())));
+        }
+        let t = Tensor::empty(shape, T::DTYPE);
+        // SAFETY: t is fresh, contiguous, holds exactly n elements of T, and nobody else sees it.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), t.data_ptr::<T>(), n) };
+        Ok(t)
+    }
+
+    /// Wraps existing storage with a layout (used by from_numpy and as_strided).
+    pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
+        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+    pub fn strides(&self) -> &[isize] {
+        &self.layout.strides
+    }
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+    pub fn version(&self) -> u64 {
+        self.version.get()
+    }
+
+    /// Pointer to the first element (storage base + offset).
+    pub fn data_ptr<T: Element>(&self) -> *mut T {
+        debug_assert_eq!(T::DTYPE, self.dtype());
+        // SAFETY: offset is within the storage for any non-empty layout (checked when the layout
+        // was built); for empty tensors the pointer is never dereferenced.
+        unsafe { (self.storage.as_ptr() as *mut T).add(self.layout.offset) }
+    }
+
+    /// Base pointer of the storage (element 0), typed.
+    pub fn base_ptr<T: Element>(&self) -> *mut T {
+        debug_assert_eq!(T::DTYPE, self.dtype());
+        self.storage.as_ptr() as *mut T
+    }
+
+    /// Address of the first element, as torch's `data_ptr()` reports it.
+    pub fn data_addr(&self) -> usize {
+        self.storage.as_ptr() as usize + self.layout.offset * self.dtype().size()
+    }
+
+    /// A view: same storage, same version counter, new layout.
+    pub fn view_as_layout(&self, layout: Layout) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), is_view: true }
+    }
+
+    /// `detach()`: same memory and counter, not a view for autograd purposes.
+    pub fn alias(&self) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), is_view: self.is_view }
+    }
+
+    /// `.data`: same memory, a fresh version counter (R7).
+    pub fn alias_with_new_version(&self) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: VersionCounter::new(), is_view: false }
+    }
+
+    pub fn same_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Reads every element in row-major order (tests and small conversions).
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        let c = crate::ops::copy::contiguous(self);
+        let n = c.numel();
+        let mut out = Vec::with_capacity(n);
+        // SAFETY: c is contiguous with n elements of T starting at data_ptr.
+        unsafe {
+            std::ptr::copy_nonoverlapping(c.data_ptr::<T>(), out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        out
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::Runtime(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            )));
+        }
+        // SAFETY: one element exists at data_ptr.
+        Ok(crate::dispatch!(self.dtype(), T => unsafe { (*self.data_ptr::<T>()).to_scalar() }))
+    }
+}
