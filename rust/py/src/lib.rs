@@ -1,1 +1,27 @@
+//! The extension module `minigrad._C`: argument parsing, Python exceptions, the GIL, NumPy
+//! interop. All tensor semantics live in `minigrad-core`.
 
+use pyo3::prelude::*;
+
+mod convert;
+mod creation;
+mod dtype;
+mod elementwise;
+mod errors;
+mod interop;
+mod tensor;
+
+#[pymodule]
+fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::TensorBase>()?;
+    m.add_class::<dtype::PyDType>()?;
+    for d in minigrad_core::DType::ALL {
+        m.add(d.name(), dtype::PyDType::from(d))?;
+    }
+    m.add_function(wrap_pyfunction!(convert::_set_classes, m)?)?;
+    m.add("_debug_build", cfg!(debug_assertions))?;
+    creation::register(m)?;
+    elementwise::register(m)?;
+    interop::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,29 @@
+"""minigrad: a small, exact, fast tensor library for learning and testing PyTorch's semantics.
+
+    import minigrad as mg
+    x = mg.tensor([[1., 2.], [3., 4.]])
+    x.t_()             # in place, version counter bumped
+    x._version         # 1
+"""
+
+from . import _C
+from ._C import bool, dtype, float32, float64, int32, int64  # noqa: A004 (torch's names)
+from ._creation import (
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, zeros,
+    zeros_like,
+)
+from ._device import device
+from ._size import Size
+from ._tensor import Tensor
+from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)
+from . import memory  # noqa: F401
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+
+_C._set_classes(Tensor, Size)
+
+__version__ = "0.1.0"

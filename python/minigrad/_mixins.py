@@ -1,0 +1,4 @@
+"""Op families that add methods to `Tensor`, one file each (reductions, linear algebra,
+indexing). Each mixin is a plain class of methods calling `_C`; order here is the MRO order."""
+
+MIXINS = ()

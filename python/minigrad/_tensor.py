@@ -1,0 +1,355 @@
+"""`minigrad.Tensor`: the Python face of the Rust tensor.
+
+`_C.TensorBase` (Rust) owns storage, layout, version counter, views and every kernel. This
+class adds the Pythonic surface: methods named as in torch, operators, conversions, repr.
+Elementwise methods are generated from one table, so each op is named exactly once.
+Other op families arrive as mixins (reductions, linear algebra, indexing), one file each.
+"""
+
+import numpy as _np
+
+from . import _C
+from ._device import CPU, check_device
+from ._formatting import tensor_repr
+from ._mixins import MIXINS
+
+# name -> kernel op name, for ops with an in-place `_` variant and a module-level function.
+UNARY_OPS = {
+    "neg": "neg", "negative": "neg", "abs": "abs", "absolute": "abs", "sign": "sign",
+    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
+    "relu": "relu", "silu": "silu", "reciprocal": "reciprocal", "floor": "floor",
+    "ceil": "ceil", "round": "round", "trunc": "trunc", "logical_not": "logical_not",
+    "bitwise_not": "bitwise_not",
+}
+
+BINARY_OPS = {
+    "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "div_floor",
+    "remainder": "remainder", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
+}
+
+# Python operator -> kernel op name; each also gets its reflected (__r*__) and in-place (__i*__) form.
+OPERATORS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "div_floor",
+    "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+}
+
+
+def _unary_method(name, op):
+    def method(self):
+        return _C.unary(self, op)
+
+    def method_(self):
+        return _C.unary_(self, op)
+
+    method.__name__, method_.__name__ = name, name + "_"
+    method.__doc__ = f"Elementwise {name}; see torch.Tensor.{name}."
+    method_.__doc__ = f"In-place {name}: writes into self through the one write path; bumps _version."
+    return method, method_
+
+
+def _binary_method(name, op):
+    def method(self, other):
+        return _C.binary(self, other, op)
+
+    def method_(self, other):
+        return _C.binary_(self, other, op)
+
+    method.__name__, method_.__name__ = name, name + "_"
+    return method, method_
+
+
+def _operator(op):
+    def forward(self, other):
+        return _C.binary(self, other, op)
+
+    def reflected(self, other):
+        return _C.binary(other, self, op)
+
+    def inplace(self, other):
+        return _C.binary_(self, other, op)
+
+    return forward, reflected, inplace
+
+
+class Tensor(*MIXINS, _C.TensorBase):
+    """A strided view onto shared storage, with a version counter (see docs/tensors.md)."""
+
+    # ----- arithmetic with alpha / rounding_mode (not table-driven: extra arguments) -----
+
+    def add(self, other, *, alpha=1):
+        return _C.binary(self, other, "add", alpha)
+
+    def add_(self, other, *, alpha=1):
+        return _C.binary_(self, other, "add", alpha)
+
+    def sub(self, other, *, alpha=1):
+        return _C.binary(self, other, "sub", alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return _C.binary_(self, other, "sub", alpha)
+
+    subtract, subtract_ = sub, sub_
+
+    def div(self, other, *, rounding_mode=None):
+        return _C.binary(self, other, _div_op(rounding_mode))
+
+    def div_(self, other, *, rounding_mode=None):
+        return _C.binary_(self, other, _div_op(rounding_mode))
+
+    divide, divide_ = div, div_
+
+    def logical_and(self, other):
+        return _C.binary(self.bool(), _as_bool(other), "bitwise_and")
+
+    def logical_or(self, other):
+        return _C.binary(self.bool(), _as_bool(other), "bitwise_or")
+
+    def logical_xor(self, other):
+        return _C.binary(self.bool(), _as_bool(other), "bitwise_xor")
+
+    def square(self):
+        return _C.binary(self, self, "mul")
+
+    def square_(self):
+        return _C.binary_(self, self, "mul")
+
+    def clamp(self, min=None, max=None):
+        return _C.clamp(self, min, max)
+
+    def clamp_(self, min=None, max=None):
+        return _C.clamp(self, min, max, True)
+
+    clip, clip_ = clamp, clamp_
+
+    def clamp_min(self, min):
+        return _C.clamp(self, min, None)
+
+    def clamp_min_(self, min):
+        return _C.clamp(self, min, None, True)
+
+    def clamp_max(self, max):
+        return _C.clamp(self, None, max)
+
+    def clamp_max_(self, max):
+        return _C.clamp(self, None, max, True)
+
+    def where(self, condition, other):
+        return _C.where(condition, self, other)
+
+    def masked_fill(self, mask, value):
+        return _C.masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask, value):
+        return _C.masked_fill(self, mask, value, True)
+
+    def fill_(self, value):
+        return _C.fill_(self, value)
+
+    def zero_(self):
+        return _C.zero_(self)
+
+    def copy_(self, src, non_blocking=False):
+        return _C.copy_(self, src, non_blocking)
+
+    def uniform_(self, from_=0.0, to=1.0):
+        return _C.random_(self, "uniform", float(from_), float(to))
+
+    def normal_(self, mean=0.0, std=1.0):
+        return _C.random_(self, "normal", float(mean), float(std))
+
+    def gelu(self, approximate="none"):
+        return _C.unary(self, _gelu_op(approximate))
+
+    def gelu_(self, approximate="none"):
+        return _C.unary_(self, _gelu_op(approximate))
+
+    # ----- conversions -----
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(other) / to(device, dtype), as torch.Tensor.to."""
+        dtype, dev, copy = kwargs.pop("dtype", None), kwargs.pop("device", None), kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        for a in args:
+            if isinstance(a, _C.dtype):
+                dtype = a
+            elif isinstance(a, _C.TensorBase):
+                dtype, dev = a.dtype, a.device
+            elif a is not None:
+                dev = a
+        check_device(dev)
+        if dtype is None:
+            return self.clone() if copy else self
+        return _C.to_dtype_(self, dtype, copy)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        check_device(device if device is not None else "cuda")
+
+    def type_as(self, other):
+        return _C.to_dtype_(self, other.dtype)
+
+    def float(self):
+        return _C.to_dtype_(self, _C.float32)
+
+    def double(self):
+        return _C.to_dtype_(self, _C.float64)
+
+    def long(self):
+        return _C.to_dtype_(self, _C.int64)
+
+    def int(self):
+        return _C.to_dtype_(self, _C.int32)
+
+    def bool(self):
+        return _C.to_dtype_(self, _C.bool)
+
+    def numpy(self, *, force=False):
+        """Shares memory with the tensor (no copy), as torch's does for CPU tensors."""
+        return _C.to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = _C.to_numpy(self)
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self.reshape(()).tolist()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        if self.numel() != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return float(self.item())
+
+    def __int__(self):
+        if self.numel() != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.dtype == _C.bool or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __repr__(self):
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self.dim() == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # ----- operators (the table below adds add/sub/mul/... with reflected and in-place forms) -----
+
+    def __neg__(self):
+        return _C.unary(self, "neg")
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _C.unary(self, "abs")
+
+    def __invert__(self):
+        return _C.unary(self, "bitwise_not")
+
+    def __eq__(self, other):
+        try:
+            return _C.binary(self, other, "eq")
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, other):
+        try:
+            return _C.binary(self, other, "ne")
+        except TypeError:
+            return NotImplemented
+
+    def __lt__(self, other):
+        return _C.binary(self, other, "lt")
+
+    def __le__(self, other):
+        return _C.binary(self, other, "le")
+
+    def __gt__(self, other):
+        return _C.binary(self, other, "gt")
+
+    def __ge__(self, other):
+        return _C.binary(self, other, "ge")
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("minigrad tensors are not picklable; use minigrad.save (safetensors)")
+
+
+def _div_op(rounding_mode):
+    if rounding_mode is None:
+        return "div"
+    if rounding_mode == "floor":
+        return "div_floor"
+    if rounding_mode == "trunc":
+        return "div_trunc"
+    raise RuntimeError(
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + str(rounding_mode) + "'"
+    )
+
+
+def _gelu_op(approximate):
+    if approximate == "none":
+        return "gelu"
+    if approximate == "tanh":
+        return "gelu_tanh"
+    raise RuntimeError(f"approximate argument must be either none or tanh.")
+
+
+def _as_bool(x):
+    return x.bool() if isinstance(x, _C.TensorBase) else bool(x)
+
+
+for _name, _op in UNARY_OPS.items():
+    _m, _m_ = _unary_method(_name, _op)
+    setattr(Tensor, _name, _m)
+    setattr(Tensor, _name + "_", _m_)
+
+for _name, _op in BINARY_OPS.items():
+    _m, _m_ = _binary_method(_name, _op)
+    setattr(Tensor, _name, _m)
+    setattr(Tensor, _name + "_", _m_)
+
+for _name, _op in OPERATORS.items():
+    _f, _r, _i = _operator(_op)
+    setattr(Tensor, f"__{_name}__", _f)
+    setattr(Tensor, f"__r{_name}__", _r)
+    setattr(Tensor, f"__i{_name}__", _i)
+
+_np  # numpy is imported so that `numpy()` works in frozen environments too

@@ -1,0 +1,182 @@
+//! Python values <-> core values: tensors, numbers, shapes, dims, dtypes.
+
+use crate::dtype::PyDType;
+use crate::errors::type_err;
+use crate::tensor::TensorBase;
+use minigrad_core::ops::Arg;
+use minigrad_core::{DType, Scalar, Tensor};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PySequence, PyTuple, PyType};
+use std::cell::RefCell;
+
+/// The Python `minigrad.Tensor` class (a subclass of TensorBase), registered at import.
+static TENSOR_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+/// `minigrad.Size`, the tuple subclass `shape`/`size()` return.
+static SIZE_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+thread_local! {
+    /// The core tensor the next `TensorBase.__new__` on this thread adopts.
+    pub static PENDING: RefCell<Option<Tensor>> = const { RefCell::new(None) };
+}
+
+#[pyfunction]
+pub fn _set_classes(py: Python<'_>, tensor: Bound<'_, PyType>, size: Bound<'_, PyType>) -> PyResult<()> {
+    let _ = TENSOR_CLASS.set(py, tensor.unbind());
+    let _ = SIZE_CLASS.set(py, size.unbind());
+    Ok(())
+}
+
+/// Wraps a core tensor in a new Python `minigrad.Tensor`.
+pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    wrap_with_base(py, t, None)
+}
+
+/// Wraps a view; `base` is the Python object `_base` reports (the root of the view chain).
+pub fn wrap_with_base(py: Python<'_>, t: Tensor, base: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    let cls = TENSOR_CLASS.get(py).ok_or_else(|| type_err("minigrad._C used before minigrad was imported"))?;
+    PENDING.with(|p| *p.borrow_mut() = Some(t));
+    let obj = cls.bind(py).call0()?;
+    if base.is_some() {
+        let b: Bound<'_, TensorBase> = obj.cast::<TensorBase>()?.clone();
+        b.borrow_mut().base = base;
+    }
+    Ok(obj.unbind())
+}
+
+/// Wraps a view of `of`, recording the root base object.
+pub fn wrap_view(py: Python<'_>, t: Tensor, of: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
+    let root = match &of.borrow().base {
+        Some(b) => b.clone_ref(py),
+        None => of.clone().into_any().unbind(),
+    };
+    wrap_with_base(py, t, Some(root))
+}
+
+pub fn make_size(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {
+    let tup = PyTuple::new(py, dims)?;
+    match SIZE_CLASS.get(py) {
+        Some(cls) => Ok(cls.bind(py).call1((tup,))?.unbind()),
+        None => Ok(tup.into_any().unbind()),
+    }
+}
+
+/// A Python number as a core scalar (bool before int: bool is an int subclass).
+pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Some(Scalar::Bool(obj.extract()?)));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(v) => Ok(Some(Scalar::Int(v))),
+            Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "Overflow when unpacking long long"
+            ))),
+        };
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Ok(Some(Scalar::Float(obj.extract()?)));
+    }
+    // NumPy scalars and other number-likes.
+    let tname = obj.get_type().name()?.to_string();
+    if tname.starts_with("bool") {
+        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
+    }
+    if obj.hasattr("__index__")? && !obj.is_instance_of::<TensorBase>() {
+        return Ok(Some(Scalar::Int(obj.call_method0("__index__")?.extract()?)));
+    }
+    if obj.hasattr("__float__")? && !obj.is_instance_of::<TensorBase>() {
+        return Ok(Some(Scalar::Float(obj.call_method0("__float__")?.extract()?)));
+    }
+    Ok(None)
+}
+
+/// A tensor or number argument; anything else is a TypeError naming the op.
+pub fn to_arg(obj: &Bound<'_, PyAny>, op: &str) -> PyResult<Arg> {
+    if let Ok(t) = obj.cast::<TensorBase>() {
+        return Ok(Arg::Tensor(t.borrow().t.clone()));
+    }
+    match to_scalar(obj)? {
+        Some(s) => Ok(Arg::Scalar(s)),
+        None => Err(type_err(format!(
+            "{}(): argument 'other' (position 1) must be Tensor, not {}",
+            op,
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+pub fn tensor_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
+    match obj.cast::<TensorBase>() {
+        Ok(t) => Ok(t.borrow().t.clone()),
+        Err(_) => Err(type_err(format!("{} must be Tensor, not {}", what, obj.get_type().name()?))),
+    }
+}
+
+pub fn to_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match o.extract::<PyDType>() {
+            Ok(d) => Ok(Some(d.d)),
+            Err(_) => Err(type_err(format!("dtype must be minigrad.dtype, not {}", o.get_type().name()?))),
+        },
+    }
+}
+
+/// Sizes given either as varargs (`view(2, 3)`) or as one sequence (`view((2, 3))`).
+pub fn sizes_from_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
+    if args.len() == 1 {
+        let a = args.get_item(0)?;
+        if a.is_instance_of::<PyTuple>() || a.is_instance_of::<PyList>() || !a.is_instance_of::<PyInt>() && a.cast::<PySequence>().is_ok() {
+            return int_list(&a);
+        }
+    }
+    int_list(args.as_any())
+}
+
+pub fn int_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if let Ok(i) = obj.extract::<i64>() {
+        return Ok(vec![i]);
+    }
+    let seq = obj.cast::<PySequence>().map_err(|_| type_err(format!("expected a sequence of integers, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
+    let mut out = Vec::with_capacity(seq.len()?);
+    for item in seq.try_iter()? {
+        let item = item?;
+        if item.is_instance_of::<PyFloat>() || item.is_instance_of::<TensorBase>() && !item.cast::<TensorBase>()?.borrow().t.dtype().is_integral(false) {
+            return Err(type_err(format!(
+                "expected a sequence of integers, but element has type {}",
+                item.get_type().name()?
+            )));
+        }
+        out.push(item.call_method0("__index__")?.extract()?);
+    }
+    Ok(out)
+}
+
+/// Non-negative sizes for factories (`zeros(2, -1)` raises torch's message).
+pub fn shape_from_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    let sizes = sizes_from_args(args)?;
+    sizes
+        .iter()
+        .map(|&s| {
+            if s < 0 {
+                Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {}: [{}]",
+                    s,
+                    sizes.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+                )))
+            } else {
+                Ok(s as usize)
+            }
+        })
+        .collect()
+}
+
+pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
+    Ok(match s {
+        Scalar::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
+        Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+    })
+}

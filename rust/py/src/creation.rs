@@ -1,0 +1,252 @@
+//! Factory functions of `_C`: from Python data, constant fills, ranges, random tensors.
+
+use crate::convert::{shape_from_args, tensor_of, to_dtype, to_scalar, wrap};
+use crate::errors::{run, type_err};
+use crate::tensor::TensorBase;
+use minigrad_core::element::Element;
+use minigrad_core::ops::creation;
+use minigrad_core::{DType, Scalar, Tensor};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PySequence, PyString, PyTuple};
+
+/// Walks nested sequences: fills `shape` from the first element at each depth and checks the rest.
+fn collect(obj: &Bound<'_, PyAny>, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<Scalar>) -> PyResult<()> {
+    if let Ok(t) = obj.cast::<TensorBase>() {
+        let t = t.borrow().t.clone();
+        if depth == shape.len() && t.ndim() == 0 {
+            out.push(t.item().map_err(crate::errors::to_py)?);
+            return Ok(());
+        }
+        // A tensor inside a list: read it as nested data.
+        let list = t.to_vec::<f64>();
+        let _ = list;
+    }
+    let is_seq = !obj.is_instance_of::<PyString>()
+        && (obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.cast::<TensorBase>().is_ok() || obj.hasattr("__len__")? && obj.hasattr("__getitem__")? && to_scalar(obj).ok().flatten().is_none());
+    if depth == shape.len() {
+        if is_seq {
+            let seq = obj.cast::<PySequence>().map(|s| s.len()).unwrap_or(Ok(obj.len()?))?;
+            shape.push(seq);
+        } else {
+            match to_scalar(obj)? {
+                Some(s) => {
+                    out.push(s);
+                    return Ok(());
+                }
+                None => return Err(type_err(format!("new(): invalid data type '{}'", obj.get_type().name()?))),
+            }
+        }
+    }
+    let want = shape[depth];
+    if !is_seq {
+        return Err(PyValueError::new_err(format!(
+            "expected sequence of length {} at dim {} (got {})",
+            want,
+            depth,
+            "a number"
+        )));
+    }
+    let len = obj.len()?;
+    if len != want {
+        return Err(PyValueError::new_err(format!("expected sequence of length {} at dim {} (got {})", want, depth, len)));
+    }
+    for i in 0..len {
+        let item = obj.get_item(i)?;
+        if depth + 1 == shape.len() && shape.len() > 0 && out.len() > 0 && depth + 1 < shape.len() {
+            unreachable!()
+        }
+        collect(&item, depth + 1, shape, out)?;
+    }
+    Ok(())
+}
+
+/// `tensor(data, dtype=None)`: copies nested Python data; floats give float32, ints int64.
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None))]
+pub fn tensor_from_data(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let mut shape = Vec::new();
+    let mut values = Vec::new();
+    collect(data, 0, &mut shape, &mut values)?;
+    let inferred = if values.iter().any(|v| matches!(v, Scalar::Float(_))) {
+        DType::Float32
+    } else if values.iter().any(|v| matches!(v, Scalar::Int(_))) {
+        DType::Int64
+    } else if values.is_empty() {
+        DType::Float32
+    } else {
+        DType::Bool
+    };
+    let dtype = to_dtype(dtype)?.unwrap_or(inferred);
+    let t = minigrad_core::dispatch!(dtype, T => {
+        Tensor::from_vec(values.iter().map(|&v| T::from_scalar(v)).collect::<Vec<T>>(), &shape).map_err(crate::errors::to_py)?
+    });
+    wrap(py, t)
+}
+
+fn dtype_or(d: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
+    Ok(to_dtype(d)?.unwrap_or(default))
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None))]
+pub fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(size)?;
+    wrap(py, Tensor::empty(&shape, dtype_or(dtype, DType::Float32)?))
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None))]
+pub fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(size)?;
+    let d = dtype_or(dtype, DType::Float32)?;
+    let n: usize = shape.iter().product();
+    wrap(py, run(py, n, move || Ok(Tensor::zeros(&shape, d)))?)
+}
+
+/// `full(size, value, dtype=None)`: the dtype follows the value (1 -> int64, 1.0 -> float32).
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, dtype=None))]
+pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(&PyTuple::new(py, [size])?)?;
+    let v = match to_scalar(fill_value)? {
+        Some(v) => v,
+        None => match fill_value.cast::<TensorBase>() {
+            Ok(t) if t.borrow().t.ndim() == 0 => t.borrow().t.item().map_err(crate::errors::to_py)?,
+            _ => return Err(type_err(format!("full(): argument 'fill_value' must be Number, not {}", fill_value.get_type().name()?))),
+        },
+    };
+    let d = dtype_or(dtype, v.wrapped_dtype())?;
+    let n: usize = shape.iter().product();
+    wrap(py, run(py, n, move || Ok(Tensor::full(&shape, v, d)))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end, step, dtype=None))]
+pub fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, step: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let num = |o: &Bound<'_, PyAny>, name: &str| -> PyResult<Scalar> {
+        match to_scalar(o)? {
+            Some(s) => Ok(s),
+            None => match o.cast::<TensorBase>() {
+                Ok(t) => t.borrow().t.item().map_err(crate::errors::to_py),
+                Err(_) => Err(type_err(format!("arange(): argument '{}' must be Number, not {}", name, o.get_type().name()?))),
+            },
+        }
+    };
+    let (s, e, st) = (num(start, "start")?, num(end, "end")?, num(step, "step")?);
+    let d = to_dtype(dtype)?;
+    wrap(py, run(py, 0, move || creation::arange(s, e, st, d))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, dtype=None))]
+pub fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let d = dtype_or(dtype, DType::Float32)?;
+    wrap(py, run(py, 0, move || creation::linspace(start, end, steps, d))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, dtype=None))]
+pub fn eye(py: Python<'_>, n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let d = dtype_or(dtype, DType::Float32)?;
+    wrap(py, run(py, 0, move || creation::eye(n, m, d))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None))]
+pub fn rand(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(size)?;
+    let d = dtype_or(dtype, DType::Float32)?;
+    wrap(py, run(py, 0, move || creation::rand(&shape, d))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None))]
+pub fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(size)?;
+    let d = dtype_or(dtype, DType::Float32)?;
+    wrap(py, run(py, 0, move || creation::randn(&shape, d))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (low, high, size, dtype=None))]
+pub fn randint(py: Python<'_>, low: i64, high: i64, size: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let shape = shape_from_args(&PyTuple::new(py, [size])?)?;
+    let d = dtype_or(dtype, DType::Int64)?;
+    wrap(py, run(py, 0, move || creation::randint(low, high, &shape, d))?)
+}
+
+#[pyfunction]
+pub fn manual_seed(seed: i64) {
+    creation::manual_seed(seed as u64);
+}
+
+/// In-place random fills (`uniform_`, `normal_`) through the write path.
+#[pyfunction]
+#[pyo3(signature = (x, kind, a, b))]
+pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b: f64) -> PyResult<Py<PyAny>> {
+    let t = x.borrow().t.clone();
+    if !t.dtype().is_floating() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "\"{}\" not implemented for '{}'",
+            if kind == "uniform" { "check_uniform_bounds" } else { "normal_kernel_cpu" },
+            t.dtype().scalar_type_name()
+        )));
+    }
+    let vals = if kind == "uniform" { creation::uniform_values(t.numel(), a, b) } else { creation::normal_values(t.numel(), a, b) };
+    run(py, t.numel(), move || {
+        let src = Tensor::from_vec(vals, t.shape())?;
+        minigrad_core::ops::write::write(&t, &[&src], |r| {
+            minigrad_core::ops::copy::copy_kernel(&t, &r[0].0);
+            Ok(())
+        })
+    })?;
+    Ok(x.clone().into_any().unbind())
+}
+
+/// `minigrad.memory` counters from the core allocator.
+#[pyfunction]
+pub fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let s = minigrad_core::alloc::stats();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("allocated_bytes", s.allocated)?;
+    d.set_item("peak_bytes", s.peak)?;
+    d.set_item("reserved_bytes", s.reserved)?;
+    d.set_item("cached_bytes", s.cached)?;
+    Ok(d.into_any().unbind())
+}
+
+#[pyfunction]
+pub fn reset_peak_memory() {
+    minigrad_core::alloc::reset_peak();
+}
+
+#[pyfunction]
+pub fn empty_cache() {
+    minigrad_core::alloc::empty_cache();
+}
+
+#[pyfunction]
+pub fn _check_tensor(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(tensor_of(obj, "x").is_ok())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tensor_from_data, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(randint, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(random_, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_peak_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_tensor, m)?)?;
+    Ok(())
+}

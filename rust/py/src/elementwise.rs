@@ -1,0 +1,279 @@
+//! `_C` entry points for elementwise ops. The Python `Tensor` methods and operators call these
+//! by op name; in-place variants return the very `self` object (R59).
+
+use crate::convert::{tensor_of, to_arg, to_dtype, to_scalar, wrap};
+use crate::errors::{run, type_err};
+use crate::tensor::TensorBase;
+use minigrad_core::ops::binary::{self as binops, BinaryOp};
+use minigrad_core::ops::unary::{self as unops, UnaryOp};
+use minigrad_core::ops::{copy, write, Arg};
+use minigrad_core::{Error, Scalar, Tensor};
+use pyo3::prelude::*;
+
+fn unary_op(name: &str) -> PyResult<UnaryOp> {
+    use UnaryOp::*;
+    Ok(match name {
+        "neg" | "negative" => Neg,
+        "abs" | "absolute" => Abs,
+        "sign" => Sign,
+        "exp" => Exp,
+        "log" => Log,
+        "log1p" => Log1p,
+        "expm1" => Expm1,
+        "sqrt" => Sqrt,
+        "rsqrt" => Rsqrt,
+        "sin" => Sin,
+        "cos" => Cos,
+        "tanh" => Tanh,
+        "sigmoid" => Sigmoid,
+        "relu" => Relu,
+        "silu" => Silu,
+        "gelu" => Gelu,
+        "gelu_tanh" => GeluTanh,
+        "reciprocal" => Reciprocal,
+        "floor" => Floor,
+        "ceil" => Ceil,
+        "round" => Round,
+        "trunc" => Trunc,
+        "logical_not" => LogicalNot,
+        "bitwise_not" => BitwiseNot,
+        _ => return Err(type_err(format!("unknown unary op {}", name))),
+    })
+}
+
+fn binary_op(name: &str) -> PyResult<BinaryOp> {
+    use BinaryOp::*;
+    Ok(match name {
+        "add" => Add,
+        "sub" => Sub,
+        "mul" => Mul,
+        "div" => Div,
+        "div_floor" | "floor_divide" => DivFloor,
+        "div_trunc" => DivTrunc,
+        "remainder" => Remainder,
+        "pow" => Pow,
+        "maximum" => Maximum,
+        "minimum" => Minimum,
+        "bitwise_and" => BitAnd,
+        "bitwise_or" => BitOr,
+        "bitwise_xor" => BitXor,
+        "eq" => Eq,
+        "ne" => Ne,
+        "lt" => Lt,
+        "le" => Le,
+        "gt" => Gt,
+        "ge" => Ge,
+        _ => return Err(type_err(format!("unknown binary op {}", name))),
+    })
+}
+
+fn work(a: &Arg) -> usize {
+    match a {
+        Arg::Tensor(t) => t.numel(),
+        Arg::Scalar(_) => 1,
+    }
+}
+
+#[pyfunction]
+pub fn unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<Py<PyAny>> {
+    let op = unary_op(op)?;
+    let t = x.borrow().t.clone();
+    let out = run(py, t.numel(), move || unops::unary(op, &t))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+pub fn unary_(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<Py<PyAny>> {
+    let op = unary_op(op)?;
+    let t = x.borrow().t.clone();
+    run(py, t.numel(), move || unops::unary_(op, &t))?;
+    Ok(x.clone().into_any().unbind())
+}
+
+fn alpha_of(alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
+    match alpha {
+        None => Ok(None),
+        Some(a) => to_scalar(a)?.map(Some).ok_or_else(|| type_err("alpha must be a number")),
+    }
+}
+
+/// `op(a, b)` where either side may be a number (reflected operators pass the number first).
+#[pyfunction]
+#[pyo3(signature = (a, b, op, alpha=None))]
+pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let name = op;
+    let op = binary_op(op)?;
+    let (x, y) = (to_arg(a, name)?, to_arg(b, name)?);
+    let alpha = alpha_of(alpha)?;
+    let n = work(&x).max(work(&y));
+    let out = run(py, n, move || binops::binary(op, &x, &y, alpha))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, b, op, alpha=None))]
+pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let name = op;
+    let op = binary_op(op)?;
+    let y = to_arg(b, name)?;
+    let alpha = alpha_of(alpha)?;
+    let t = a.borrow().t.clone();
+    run(py, t.numel(), move || binops::binary_(op, &t, &y, alpha))?;
+    Ok(a.clone().into_any().unbind())
+}
+
+#[pyfunction]
+#[pyo3(name = "where")]
+pub fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let c = tensor_of(cond, "where(): argument 'condition' (position 1)")?;
+    let (x, y) = (to_arg(a, "where")?, to_arg(b, "where")?);
+    let n = c.numel();
+    let out = run(py, n, move || binops::where_(&c, &x, &y))?;
+    wrap(py, out)
+}
+
+fn opt_arg(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Arg>> {
+    match v {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => Ok(Some(to_arg(o, name)?)),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, min=None, max=None, inplace=false))]
+pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (lo, hi) = (opt_arg(min, "clamp")?, opt_arg(max, "clamp")?);
+    let t = x.borrow().t.clone();
+    let out = run(py, t.numel(), move || binops::clamp(&t, lo.as_ref(), hi.as_ref(), inplace))?;
+    if inplace {
+        return Ok(x.clone().into_any().unbind());
+    }
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, mask, value, inplace=false))]
+pub fn masked_fill(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let m = tensor_of(mask, "masked_fill(): argument 'mask' (position 1)")?;
+    let v = to_arg(value, "masked_fill")?;
+    let t = x.borrow().t.clone();
+    let out = run(py, t.numel(), move || binops::masked_fill(&t, &m, &v, inplace))?;
+    if inplace {
+        return Ok(x.clone().into_any().unbind());
+    }
+    wrap(py, out)
+}
+
+/// `fill_(value)`: value is a number or a 0-d tensor.
+#[pyfunction]
+pub fn fill_(py: Python<'_>, x: &Bound<'_, TensorBase>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let v = match to_arg(value, "fill_")? {
+        Arg::Scalar(s) => s,
+        Arg::Tensor(t) => {
+            if t.ndim() != 0 {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+                    t.ndim()
+                )));
+            }
+            t.item().map_err(crate::errors::to_py)?
+        }
+    };
+    let t = x.borrow().t.clone();
+    run(py, t.numel(), move || {
+        write::write(&t, &[], |_| {
+            minigrad_core::kernels::fill::fill(&t, v);
+            Ok(())
+        })
+    })?;
+    Ok(x.clone().into_any().unbind())
+}
+
+#[pyfunction]
+pub fn zero_(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
+    let zero = 0i64.into_pyobject(py)?;
+    fill_(py, x, zero.as_any())
+}
+
+/// `copy_(src)`: broadcasts src to self's shape and casts to self's dtype.
+#[pyfunction]
+#[pyo3(signature = (x, src, non_blocking=false))]
+pub fn copy_(py: Python<'_>, x: &Bound<'_, TensorBase>, src: &Bound<'_, PyAny>, non_blocking: bool) -> PyResult<Py<PyAny>> {
+    let _ = non_blocking;
+    let s = match to_arg(src, "copy_")? {
+        Arg::Tensor(t) => t,
+        Arg::Scalar(_) => return Err(type_err(format!("copy_(): argument 'src' (position 1) must be Tensor, not {}", src.get_type().name()?))),
+    };
+    let t = x.borrow().t.clone();
+    run(py, t.numel(), move || {
+        let shape = minigrad_core::shape::broadcast_shapes(t.shape(), s.shape()).map_err(|_| {
+            Error::Runtime(format!(
+                "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension {}",
+                t.shape().last().copied().unwrap_or(1),
+                s.shape().last().copied().unwrap_or(1),
+                t.ndim().saturating_sub(1)
+            ))
+        })?;
+        if shape.as_slice() != t.shape() {
+            return Err(Error::Runtime(format!(
+                "output with shape {} doesn't match the broadcast shape {}",
+                minigrad_core::error::fmt_shape(t.shape()),
+                minigrad_core::error::fmt_shape(&shape)
+            )));
+        }
+        write::write(&t, &[&s], |reads| {
+            copy::copy_kernel(&t, &reads[0].0);
+            Ok(())
+        })
+    })?;
+    Ok(x.clone().into_any().unbind())
+}
+
+/// `to(dtype)` / `float()` ...: the same object when nothing changes (R6).
+#[pyfunction]
+#[pyo3(signature = (x, dtype, copy=false))]
+pub fn to_dtype_(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, PyAny>, copy: bool) -> PyResult<Py<PyAny>> {
+    let d = to_dtype(Some(dtype))?.unwrap_or(x.borrow().t.dtype());
+    let t = x.borrow().t.clone();
+    if d == t.dtype() && !copy {
+        return Ok(x.clone().into_any().unbind());
+    }
+    let out = run(py, t.numel(), move || Ok(if copy && d == t.dtype() { copy::clone(&t) } else { copy::to_dtype(&t, d) }))?;
+    wrap(py, out)
+}
+
+/// Parameterised float maps: leaky_relu, elu, and friends, with an inplace flag.
+#[pyfunction]
+#[pyo3(signature = (x, op, param, inplace=false))]
+pub fn param_unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str, param: f64, inplace: bool) -> PyResult<Py<PyAny>> {
+    let t = x.borrow().t.clone();
+    let name = op.to_string();
+    let out = run(py, t.numel(), move || -> minigrad_core::Result<Tensor> {
+        match name.as_str() {
+            "leaky_relu" => unops::map_float(&t, inplace, move |v| if v > 0.0 || v.is_nan() { v } else { v * param }, "leaky_relu"),
+            "elu" => unops::map_float(&t, inplace, move |v| if v > 0.0 || v.is_nan() { v } else { param * v.exp_m1() }, "elu"),
+            other => Err(Error::Type(format!("unknown op {}", other))),
+        }
+    })?;
+    if inplace {
+        return Ok(x.clone().into_any().unbind());
+    }
+    wrap(py, out)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(unary, m)?)?;
+    m.add_function(wrap_pyfunction!(unary_, m)?)?;
+    m.add_function(wrap_pyfunction!(binary, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(clamp, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_, m)?)?;
+    m.add_function(wrap_pyfunction!(zero_, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_, m)?)?;
+    m.add_function(wrap_pyfunction!(to_dtype_, m)?)?;
+    m.add_function(wrap_pyfunction!(param_unary, m)?)?;
+    Ok(())
+}

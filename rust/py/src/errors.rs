@@ -1,0 +1,52 @@
+//! Core errors become the Python exceptions torch raises; panics never reach Python.
+
+use minigrad_core::Error;
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Runtime(m) => PyRuntimeError::new_err(m),
+        Error::Index(m) => PyIndexError::new_err(m),
+        Error::Type(m) => PyTypeError::new_err(m),
+        Error::Value(m) => PyValueError::new_err(m),
+        Error::NotImplemented(m) => PyNotImplementedError::new_err(m),
+    }
+}
+
+/// Element count above which a call releases the GIL while its kernel runs.
+pub const GIL_RELEASE_ELEMS: usize = 1 << 15;
+
+/// Runs a core call: releases the GIL when `work` elements justify it, turns a core error into
+/// the matching Python exception, and a panic (a bug) into a RuntimeError instead of aborting.
+pub fn run<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> minigrad_core::Result<T> + Send) -> PyResult<T> {
+    let guarded = move || match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(ErrOrPanic::Err),
+        Err(p) => Err(ErrOrPanic::Panic(panic_message(p))),
+    };
+    let out = if work >= GIL_RELEASE_ELEMS { py.detach(guarded) } else { guarded() };
+    out.map_err(|e| match e {
+        ErrOrPanic::Err(e) => to_py(e),
+        ErrOrPanic::Panic(m) => PyRuntimeError::new_err(format!("minigrad internal error (please report): {}", m)),
+    })
+}
+
+enum ErrOrPanic {
+    Err(Error),
+    Panic(String),
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".into()
+    }
+}
+
+pub fn type_err(msg: impl Into<String>) -> PyErr {
+    PyTypeError::new_err(msg.into())
+}
