@@ -8,7 +8,10 @@ mod creation;
 mod dtype;
 mod elementwise;
 mod errors;
+mod indexing;
 mod interop;
+mod linalg;
+mod reduce;
 mod tensor;
 
 #[pymodule]
@@ -23,5 +26,8 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     elementwise::register(m)?;
     interop::register(m)?;
+    reduce::register(m)?;
+    linalg::register(m)?;
+    indexing::register(m)?;
     Ok(())
 }

@@ -3,6 +3,9 @@
 
 pub mod elementwise;
 pub mod fill;
+pub mod index;
+pub mod matmul;
+pub mod reduce;
 pub mod iter;
 pub mod parallel;
 

@@ -3,6 +3,10 @@
 //! sets join each op here in the autograd issue.
 
 pub mod binary;
+pub mod index;
+pub mod join;
+pub mod linalg;
+pub mod reduce;
 pub mod copy;
 pub mod creation;
 pub mod unary;
