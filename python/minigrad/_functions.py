@@ -2,6 +2,7 @@
 the Tensor method of the same name so the op is defined once."""
 
 from . import _C
+from ._mixins import MIXINS
 from ._tensor import BINARY_OPS, UNARY_OPS
 
 __all__ = []
@@ -23,6 +24,14 @@ _FORWARDED = (
        "flatten", "squeeze", "unsqueeze", "transpose", "t", "permute", "narrow", "select",
        "diagonal", "as_strided", "unbind", "split", "chunk", "reshape", "clone", "numel"]
 )
+
+# Each op-family mixin lists the methods that also exist as `minigrad.<name>` in FUNCTIONS,
+# and may provide functions with no method form (cat, stack, ...) in MODULE_FUNCTIONS.
+for _mixin in MIXINS:
+    _FORWARDED += list(getattr(_mixin, "FUNCTIONS", ()))
+    for _n, _f in getattr(_mixin, "MODULE_FUNCTIONS", {}).items():
+        globals()[_n] = _f
+        __all__.append(_n)
 
 for _n in _FORWARDED:
     globals()[_n] = _forward(_n)

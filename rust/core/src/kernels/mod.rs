@@ -3,6 +3,7 @@
 
 pub mod elementwise;
 pub mod fill;
+pub mod gather;
 pub mod index;
 pub mod matmul;
 pub mod reduce;
