@@ -1,1 +1,64 @@
-fn main() {}
+//! `cargo bench -p minigrad-core`: the Rust kernels alone, without Python in the way.
+//! The in-place vs out-of-place pair shows what the caching allocator saves: a fresh
+//! 40 MB output would otherwise page-fault on first touch.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use minigrad_core::ops::binary::{binary, binary_, BinaryOp};
+use minigrad_core::ops::unary::{unary, unary_, UnaryOp};
+use minigrad_core::ops::{copy, views, Arg};
+use minigrad_core::{DType, Scalar, Tensor};
+use std::hint::black_box;
+
+fn randn(n: usize) -> Tensor {
+    minigrad_core::ops::creation::manual_seed(0);
+    minigrad_core::ops::creation::randn(&[n], DType::Float32).unwrap()
+}
+
+fn elementwise(c: &mut Criterion) {
+    let mut g = c.benchmark_group("elementwise_f32");
+    for &n in &[1_000usize, 100_000, 10_000_000] {
+        let a = randn(n);
+        let b = randn(n);
+        g.throughput(Throughput::Bytes((3 * 4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("add", n), &n, |bch, _| {
+            bch.iter(|| black_box(binary(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(b.clone()), None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("add_inplace", n), &n, |bch, _| {
+            let x = copy::clone(&a);
+            bch.iter(|| binary_(BinaryOp::Add, &x, &Arg::Tensor(b.clone()), None).unwrap())
+        });
+        g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("relu", n), &n, |bch, _| bch.iter(|| black_box(unary(UnaryOp::Relu, &a).unwrap())));
+        g.bench_with_input(BenchmarkId::new("relu_inplace", n), &n, |bch, _| {
+            let x = copy::clone(&a);
+            bch.iter(|| unary_(UnaryOp::Relu, &x).unwrap())
+        });
+    }
+    g.finish();
+}
+
+fn strided(c: &mut Criterion) {
+    let mut g = c.benchmark_group("strided_f32");
+    let n = 2048;
+    let a = minigrad_core::ops::creation::randn(&[n, n], DType::Float32).unwrap();
+    let at = views::t(&a).unwrap();
+    let row = minigrad_core::ops::creation::randn(&[n], DType::Float32).unwrap();
+    g.throughput(Throughput::Bytes((2 * 4 * n * n) as u64));
+    g.bench_function("contiguous_copy_of_transpose_2048", |b| b.iter(|| black_box(copy::contiguous(&at))));
+    g.bench_function("add_broadcast_row_2048", |b| {
+        b.iter(|| black_box(binary(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(row.clone()), None).unwrap()))
+    });
+    g.bench_function("mul_scalar_transposed_2048", |b| {
+        b.iter(|| black_box(binary(BinaryOp::Mul, &Arg::Tensor(at.clone()), &Arg::Scalar(Scalar::Float(2.0)), None).unwrap()))
+    });
+    g.finish();
+}
+
+fn allocation(c: &mut Criterion) {
+    let mut g = c.benchmark_group("allocator");
+    g.bench_function("empty_40MB_reused", |b| b.iter(|| black_box(Tensor::empty(&[10_000_000], DType::Float32))));
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, strided, allocation);
+criterion_main!(benches);

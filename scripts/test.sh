@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README gives it and CI runs it: installs minigrad from this
+# checkout with its test dependencies (torch pinned), then runs the Rust core's tests and the
+# Python differential tests against torch. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+
+echo "== cargo test (rust/core) =="
+cargo test -p minigrad-core --quiet
+
+echo "== pytest (differential tests against torch) =="
+python3 -m pytest tests -q -p no:cacheprovider "$@"
