@@ -459,8 +459,11 @@ pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: S
         if x.ndim() > 1 {
             let size = x.shape()[d];
             if let Some(v) = first_bad(&vals, size) {
-                // torch routes the first and last dims through scatter_add, the rest elsewhere.
-                return Err(if d == 0 || d == x.ndim() - 1 { out_of_bounds(v, d, size) } else { Error::Index("index out of range in self".into()) });
+                // torch routes alpha = 1 with int64 indices on the first and last dims through
+                // scatter_add (its message), everything else through a loop with another one.
+                let alpha_one = matches!(alpha, Scalar::Int(1)) || alpha == Scalar::Float(1.0);
+                let via_scatter = (d == 0 || d == x.ndim() - 1) && index.dtype() == DType::Int64 && alpha_one;
+                return Err(if via_scatter { out_of_bounds(v, d, size) } else { Error::Index("index out of range in self".into()) });
             }
         } else if first_bad(&vals, x.numel()).is_some() {
             return Err(Error::Index("index out of range in self".into()));
