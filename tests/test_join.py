@@ -211,6 +211,7 @@ def scatter_case(draw, valid=True, tensor_src=None):
     return (m, t), dim, (mi, ti), src
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @given(scatter_case(), st.sampled_from([None, "add", "multiply"]))
 def test_scatter_matches_torch(case, reduce):
     (m, t), dim, (mi, ti), (ms, ts) = case
@@ -406,3 +407,17 @@ def test_large_scatter_add_and_gather_are_deterministic():
     assert np.array_equal(first.numpy(), mg.zeros(400, 50).scatter_add(1, mi, ms).numpy())
     g = ms.gather(0, mg.from_numpy(rng.integers(0, 400, (300, 700))))
     assert g.shape == (300, 700)
+
+
+def test_scatter_reduce_with_tensor_src_warns_once_like_torch():
+    from minigrad import _linalg_methods
+
+    _linalg_methods._REDUCE_WARNED.clear()
+    with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src is deprecated"):
+        mg.zeros(3).scatter(0, mg.tensor([0]), mg.ones(1), reduce="add")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mg.zeros(3).scatter_(0, mg.tensor([0]), mg.ones(1), reduce="multiply")
+        mg.zeros(3).scatter(0, mg.tensor([0]), 2.0, reduce="add")  # a number never warns

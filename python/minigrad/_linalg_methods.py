@@ -6,6 +6,8 @@ variants that return `self`. Argument kinds are checked here with torch's TypeEr
 everything else (shapes, dtypes, indices) is checked in the Rust core.
 """
 
+import warnings
+
 from . import _C
 
 
@@ -43,6 +45,20 @@ def _scatter_source(op, src, value):
     if not isinstance(source, (_C.TensorBase, bool, int, float)) and not hasattr(source, "__float__"):
         raise TypeError(f"{op}(): argument 'src' (position 3) must be Tensor, not {_type_name(source)}")
     return source
+
+
+_REDUCE_WARNED = []
+
+
+def _warn_reduce_once(reduce, source):
+    """torch warns (once per process) that scatter's reduce= with a Tensor src is deprecated."""
+    if reduce is not None and isinstance(source, _C.TensorBase) and not _REDUCE_WARNED:
+        _REDUCE_WARNED.append(True)
+        warnings.warn(
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+            "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+            UserWarning, stacklevel=3,
+        )
 
 
 class LinalgMethods:
@@ -99,12 +115,16 @@ class LinalgMethods:
     def scatter(self, dim, index, src=None, value=None, *, reduce=None):
         _need_tensor("scatter", "index", 2, index)
         source = _scatter_source("scatter", src, value)
-        return _C.scatter(self, _need_int("scatter", "dim", dim), index, source, reduce)
+        out = _C.scatter(self, _need_int("scatter", "dim", dim), index, source, reduce)
+        _warn_reduce_once(reduce, source)
+        return out
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
         _need_tensor("scatter_", "index", 2, index)
         source = _scatter_source("scatter_", src, value)
-        return _C.scatter(self, _need_int("scatter_", "dim", dim), index, source, reduce, True)
+        out = _C.scatter(self, _need_int("scatter_", "dim", dim), index, source, reduce, True)
+        _warn_reduce_once(reduce, source)
+        return out
 
     def scatter_add(self, dim, index, src):
         _need_tensor("scatter_add", "index", 2, index)
@@ -185,7 +205,9 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     _need_tensor("scatter", "input", 1, input)
     _need_tensor("scatter", "index", 3, index)
     source = _scatter_source("scatter", src, value)
-    return _C.scatter(input, _need_int("scatter", "dim", dim), index, source, reduce)
+    out = _C.scatter(input, _need_int("scatter", "dim", dim), index, source, reduce)
+    _warn_reduce_once(reduce, source)
+    return out
 
 
 def scatter_add(input, dim, index, src):

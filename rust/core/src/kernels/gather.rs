@@ -22,6 +22,8 @@ pub unsafe fn gather<T: Element>(shape: &[usize], dst: Arg<T>, index: Arg<i64>, 
     plan.for_each_run(|o, len, st| {
         let (d, ix, s) = (d.get(), ix.get() as *const i64, s.get() as *const T);
         for i in 0..len as isize {
+            // SAFETY: positions of the plan lie in each operand (contract); `at` was checked
+            // against src's size along dim, so the substituted coordinate is in range too.
             let at = *ix.offset(o[1] + i * st[1]) as isize;
             *d.offset(o[0] + i * st[0]) = *s.offset(o[2] + i * st[2] + at * src_dim_stride);
         }
@@ -56,6 +58,8 @@ pub unsafe fn scatter<T: Element>(
             for i in 0..len as isize {
                 let (od, oi, os) = (o[0] + i * st[0], o[1] + i * st[1], o[2] + i * st[2]);
                 for j in 0..len_dim as isize {
+                    // SAFETY: j < shape[dim] keeps index and src in range; `at` was checked
+                    // against dst's size along dim; this task alone writes these dst elements.
                     let at = *ix.offset(oi + j * ix_step) as isize;
                     let p = d.offset(od + at * dst_dim_stride);
                     *p = f(*p, *s.offset(os + j * src_step));

@@ -236,7 +236,7 @@ fn mt(t: &Tensor) -> Result<Tensor> {
 
 /// torch's `_unsafe_view` of a fresh contiguous result: a new shape over the same memory,
 /// still the tensor's own (not a view).
-fn unsafe_view(t: Tensor, shape: &[usize]) -> Tensor {
+fn reshaped(t: Tensor, shape: &[usize]) -> Tensor {
     let strides = t.layout.view_strides(shape).unwrap_or_else(|| crate::shape::contiguous_strides(shape));
     Tensor { layout: Layout { shape: shape.to_vec(), strides, offset: t.layout.offset }, ..t }
 }
@@ -256,7 +256,7 @@ pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
         (1, 2) => {
             let r = mm(&views::unsqueeze(t1, 0)?, t2)?;
             let n = r.shape()[1];
-            Ok(unsafe_view(r, &[n]))
+            Ok(reshaped(r, &[n]))
         }
         (2, 2) => mm(t1, t2),
         _ if should_fold(t1, t2)? => folded(t1, t2),
@@ -277,11 +277,11 @@ fn folded(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
     let folded = views::reshape(&big, &[rows as i64, inner as i64])?;
     if small.ndim() == 2 {
         out_shape.push(small.shape()[1]);
-        let out = unsafe_view(mm(&folded, &small)?, &out_shape);
+        let out = reshaped(mm(&folded, &small)?, &out_shape);
         // Only reachable with autograd (should_fold refuses 2-D @ ≥3-D otherwise).
         return Ok(if transpose { crate::ops::copy::contiguous_copy(&mt(&out)?, out.dtype()) } else { out });
     }
-    Ok(unsafe_view(mv(&folded, &small)?, &out_shape))
+    Ok(reshaped(mv(&folded, &small)?, &out_shape))
 }
 
 /// Broadcast batch dims, then bmm over the flattened batch (read in place, never expanded).
