@@ -421,3 +421,15 @@ def test_scatter_reduce_with_tensor_src_warns_once_like_torch():
         warnings.simplefilter("error")
         mg.zeros(3).scatter_(0, mg.tensor([0]), mg.ones(1), reduce="multiply")
         mg.zeros(3).scatter(0, mg.tensor([0]), 2.0, reduce="add")  # a number never warns
+
+
+@pytest.mark.parametrize("key,value", [
+    ("int64", 2.7), ("int32", -2.7), ("bool", 0.5), ("bool", 0), ("float32", True), ("float64", 3), ("int64", True),
+])
+@pytest.mark.parametrize("reduce", [None, "add", "multiply"])
+def test_scatter_value_is_cast_to_self_dtype_like_torch(key, value, reduce):
+    m, t = make_pair(np.ones((2, 3), DTYPES[key][2]))
+    mi, ti = make_pair(np.array([[2, 0, 0]]))
+    kw = {} if reduce is None else {"reduce": reduce}
+    check_parity(lambda: m.scatter(1, mi, value, **kw), lambda: t.scatter(1, ti, value, **kw), check_stride=True)
+    check_parity(lambda: mg.scatter(m, 1, mi, value=value, **kw), lambda: torch.scatter(t, 1, ti, value=value, **kw))
