@@ -16,6 +16,9 @@ use crate::element::Element;
 /// For every position `pos` of `shape`: `dst[pos] = src[pos with coordinate dim := index[pos]]`.
 /// `src.strides[dim]` must be 0 (the caller substitutes the index); `src_dim_stride` is the
 /// real stride of that dim.
+///
+/// # Safety
+/// See the module docs: indices checked, no overlap between what is written and what is read.
 pub unsafe fn gather<T: Element>(shape: &[usize], dst: Arg<T>, index: Arg<i64>, src: Arg<T>, src_dim_stride: isize) {
     let plan = Plan::new(shape, [dst.strides, index.strides, src.strides], [dst.offset, index.offset, src.offset]);
     let (d, ix, s) = (SendPtr(dst.base), SendPtr(index.base), SendPtr(src.base));
@@ -36,6 +39,9 @@ pub unsafe fn gather<T: Element>(shape: &[usize], dst: Arg<T>, index: Arg<i64>, 
 ///
 /// Work is split over the other dims only: positions that differ there write different
 /// elements, and each element's updates keep index order, so results are deterministic.
+///
+/// # Safety
+/// See the module docs: indices checked, no overlap between what is written and what is read.
 pub unsafe fn scatter<T: Element>(
     shape: &[usize],
     dim: usize,

@@ -34,12 +34,14 @@ pub trait MatElem: Element {
     /// For all i < m, j < n, p < k: `a + i·a_rs + p·a_cs` and `b + p·b_rs + j·b_cs` are readable
     /// elements, and `dst + i·dst_rs + j·dst_cs` are distinct writable elements that overlap
     /// neither input. m, n, k are all non-zero.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn product(m: usize, n: usize, k: usize, dst: *mut Self, a: *const Self, b: *const Self, s: Strides, parallel: bool);
 }
 
 macro_rules! float_product {
     ($t:ty) => {
         impl MatElem for $t {
+            #[allow(clippy::too_many_arguments)]
             unsafe fn product(m: usize, n: usize, k: usize, dst: *mut $t, a: *const $t, b: *const $t, s: Strides, parallel: bool) {
                 let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
                 // SAFETY: the caller's contract is gemm's: every addressed element exists, dst
@@ -62,6 +64,7 @@ const COL_BLOCK: usize = 256;
 macro_rules! int_product {
     ($t:ty) => {
         impl MatElem for $t {
+            #[allow(clippy::too_many_arguments)]
             unsafe fn product(m: usize, n: usize, k: usize, dst: *mut $t, a: *const $t, b: *const $t, s: Strides, parallel: bool) {
                 let (d, a, b) = (SendPtr(dst), SendPtr(a as *mut $t), SendPtr(b as *mut $t));
                 // Each call owns whole output rows, so rows can go to different threads.
@@ -106,6 +109,7 @@ int_product!(i64);
 /// # Safety
 /// Each entry satisfies `MatElem::product`'s contract at its offsets, and different entries
 /// write disjoint dst elements. m, n, k are non-zero.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn batched<T: MatElem>(m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides, offsets: &[[isize; 3]]) {
     let work = m.saturating_mul(n).saturating_mul(k);
     let total = work.saturating_mul(offsets.len());

@@ -44,6 +44,7 @@ impl<'a> Operand<'a> {
 
 /// `out[batch..] = a[batch..] @ b[batch..]` into a new contiguous tensor of `out_shape`
 /// (whose numel is batch·m·n). Zeros when k is 0, as torch.
+#[allow(clippy::too_many_arguments)]
 fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a: &Operand, b: &Operand, dtype: DType) -> Result<Tensor> {
     let count: usize = batch.iter().product();
     if count * m * n == 0 {
