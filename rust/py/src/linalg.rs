@@ -1,7 +1,127 @@
-//! (filled in by its op family)
+//! `_C` entry points for matrix products, joining and gathering. The Python layer
+//! (`_linalg_methods.py`) checks argument kinds with torch's TypeErrors; these parse, release
+//! the GIL for large work, and return the very `self` object from in-place variants.
 
+use crate::convert::{tensor_of, to_scalar, wrap};
+use crate::errors::{run, type_err};
+use crate::tensor::TensorBase;
+use minigrad_core::ops::gather::{self as gops, Source};
+use minigrad_core::ops::{join, linalg};
+use minigrad_core::{Scalar, Tensor};
 use pyo3::prelude::*;
+use pyo3::types::PySequence;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+/// `op` is one of matmul, mm, bmm, mv, dot.
+#[pyfunction]
+pub fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str) -> PyResult<Py<PyAny>> {
+    let (x, y) = (tensor_of(a, "input")?, tensor_of(b, "other")?);
+    let f = match op {
+        "matmul" => linalg::matmul,
+        "mm" => linalg::mm,
+        "bmm" => linalg::bmm,
+        "mv" => linalg::mv,
+        "dot" => linalg::dot,
+        _ => return Err(type_err(format!("unknown product {}", op))),
+    };
+    let work = x.numel().max(y.numel());
+    let out = run(py, work, move || f(&x, &y))?;
+    wrap(py, out)
+}
+
+fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    let seq = seq.cast::<PySequence>().map_err(|_| type_err("expected a sequence of Tensors"))?;
+    seq.try_iter()?.map(|t| tensor_of(&t?, "tensors")).collect()
+}
+
+#[pyfunction]
+pub fn cat(py: Python<'_>, ts: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
+    let ts = tensors(ts)?;
+    let work = ts.iter().map(|t| t.numel()).sum();
+    let out = run(py, work, move || join::cat(&ts, dim))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+pub fn stack(py: Python<'_>, ts: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
+    let ts = tensors(ts)?;
+    let work = ts.iter().map(|t| t.numel()).sum();
+    let out = run(py, work, move || join::stack(&ts, dim))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+pub fn gather(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (t, i) = (x.borrow().t.clone(), tensor_of(index, "index")?);
+    let out = run(py, i.numel(), move || gops::gather(&t, dim, &i))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+pub fn index_select(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (t, i) = (x.borrow().t.clone(), tensor_of(index, "index")?);
+    let work = t.numel();
+    let out = run(py, work, move || gops::index_select(&t, dim, &i))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+pub fn masked_select(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (t, m) = (x.borrow().t.clone(), tensor_of(mask, "mask")?);
+    let work = t.numel().max(m.numel());
+    let out = run(py, work, move || gops::masked_select(&t, &m))?;
+    wrap(py, out)
+}
+
+/// Returns `x` itself for in-place calls (R59), else the new tensor.
+fn result(py: Python<'_>, x: &Bound<'_, TensorBase>, out: Tensor, inplace: bool) -> PyResult<Py<PyAny>> {
+    if inplace {
+        return Ok(x.clone().into_any().unbind());
+    }
+    wrap(py, out)
+}
+
+/// `scatter(dim, index, src|value, reduce=None)`; `src` is a tensor or a number.
+#[pyfunction]
+#[pyo3(signature = (x, dim, index, src, reduce=None, inplace=false))]
+pub fn scatter(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>, reduce: Option<String>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i) = (x.borrow().t.clone(), tensor_of(index, "index")?);
+    let source = match src.cast::<TensorBase>() {
+        Ok(s) => Source::Tensor(s.borrow().t.clone()),
+        Err(_) => Source::Value(to_scalar(src)?.ok_or_else(|| type_err("scatter(): value must be a number"))?),
+    };
+    let work = t.numel();
+    let out = run(py, work, move || gops::scatter(&t, dim, &i, &source, reduce.as_deref(), inplace))?;
+    result(py, x, out, inplace)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, dim, index, src, inplace=false))]
+pub fn scatter_add(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i, s) = (x.borrow().t.clone(), tensor_of(index, "index")?, tensor_of(src, "src")?);
+    let work = t.numel();
+    let out = run(py, work, move || gops::scatter_add(&t, dim, &i, &s, inplace))?;
+    result(py, x, out, inplace)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, dim, index, source, alpha, inplace=false))]
+pub fn index_add(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>, alpha: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i, s) = (x.borrow().t.clone(), tensor_of(index, "index")?, tensor_of(source, "source")?);
+    let alpha: Scalar = to_scalar(alpha)?.ok_or_else(|| type_err("index_add(): alpha must be a number"))?;
+    let work = t.numel();
+    let out = run(py, work, move || gops::index_add(&t, dim, &i, &s, alpha, inplace))?;
+    result(py, x, out, inplace)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add_function(wrap_pyfunction!(gather, m)?)?;
+    m.add_function(wrap_pyfunction!(index_select, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_select, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_add, m)?)?;
+    m.add_function(wrap_pyfunction!(index_add, m)?)?;
     Ok(())
 }

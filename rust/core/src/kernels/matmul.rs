@@ -1,1 +1,241 @@
-//! (filled in by its op family)
+//! Matrix products over strided operands: `gemm` for f32/f64, a blocked loop for integers.
+//!
+//! Operands are read in place through their row and column strides (transposed, sliced or
+//! broadcast views included): nothing is copied. A batch is a list of per-matrix offsets.
+//!
+//! Determinism: each output element is computed by one thread with a fixed summation order
+//! that depends only on the sizes and strides (gemm splits work across threads by output
+//! blocks, never along k), so repeated calls give bit-identical results.
+
+use super::parallel::SendPtr;
+use crate::element::Element;
+
+/// Work (m·n·k) of one product above which gemm may use rayon's pool (gemm's own default).
+pub const GEMM_PAR_MIN_WORK: usize = 48 * 48 * 256;
+/// Total work of a batch above which independent small products run in parallel.
+pub const BATCH_PAR_MIN_WORK: usize = 1 << 18;
+
+/// Strides (in elements) of the three matrices of `dst = a @ b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strides {
+    pub dst_rs: isize,
+    pub dst_cs: isize,
+    pub a_rs: isize,
+    pub a_cs: isize,
+    pub b_rs: isize,
+    pub b_cs: isize,
+}
+
+/// Element types with a matrix-product kernel.
+pub trait MatElem: Element {
+    /// `dst = a @ b` for one (m×k)·(k×n) product; `parallel` allows rayon inside the product.
+    ///
+    /// # Safety
+    /// For all i < m, j < n, p < k: `a + i·a_rs + p·a_cs` and `b + p·b_rs + j·b_cs` are readable
+    /// elements, and `dst + i·dst_rs + j·dst_cs` are distinct writable elements that overlap
+    /// neither input. m, n, k are all non-zero.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn product(m: usize, n: usize, k: usize, dst: *mut Self, a: *const Self, b: *const Self, s: Strides, parallel: bool);
+}
+
+macro_rules! float_product {
+    ($t:ty) => {
+        impl MatElem for $t {
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn product(m: usize, n: usize, k: usize, dst: *mut $t, a: *const $t, b: *const $t, s: Strides, parallel: bool) {
+                let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+                // SAFETY: the caller's contract is gemm's: every addressed element exists, dst
+                // elements are distinct and disjoint from the inputs. read_dst = false makes gemm
+                // overwrite dst (dst := 1·a·b) without reading it, so dst may be uninitialised.
+                gemm::gemm(
+                    m, n, k, dst, s.dst_cs, s.dst_rs, false, a, s.a_cs, s.a_rs, b, s.b_cs, s.b_rs,
+                    0.0, 1.0, false, false, false, par,
+                );
+            }
+        }
+    };
+}
+float_product!(f32);
+float_product!(f64);
+
+/// Columns of the output row kept in one accumulator block (fits L1 for i64).
+const COL_BLOCK: usize = 256;
+
+macro_rules! int_product {
+    ($t:ty) => {
+        impl MatElem for $t {
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn product(m: usize, n: usize, k: usize, dst: *mut $t, a: *const $t, b: *const $t, s: Strides, parallel: bool) {
+                let (d, a, b) = (SendPtr(dst), SendPtr(a as *mut $t), SendPtr(b as *mut $t));
+                // Each call owns whole output rows, so rows can go to different threads.
+                let row = move |i: usize| {
+                    let (d, a, b) = (d.get(), a.get() as *const $t, b.get() as *const $t);
+                    let mut acc = [0 as $t; COL_BLOCK];
+                    for j0 in (0..n).step_by(COL_BLOCK) {
+                        let cols = COL_BLOCK.min(n - j0);
+                        let acc = &mut acc[..cols];
+                        acc.fill(0);
+                        for p in 0..k {
+                            // SAFETY: i < m, p < k, j0 + j < n: inside the operands (contract).
+                            let x = *a.offset(i as isize * s.a_rs + p as isize * s.a_cs);
+                            let brow = b.offset(p as isize * s.b_rs + j0 as isize * s.b_cs);
+                            for (j, c) in acc.iter_mut().enumerate() {
+                                // Wrapping, as torch's integer arithmetic.
+                                *c = c.wrapping_add(x.wrapping_mul(*brow.offset(j as isize * s.b_cs)));
+                            }
+                        }
+                        for (j, &c) in acc.iter().enumerate() {
+                            // SAFETY: a distinct dst element of row i, owned by this call.
+                            *d.offset(i as isize * s.dst_rs + (j0 + j) as isize * s.dst_cs) = c;
+                        }
+                    }
+                };
+                if parallel {
+                    use rayon::prelude::*;
+                    (0..m).into_par_iter().for_each(row);
+                } else {
+                    (0..m).for_each(row);
+                }
+            }
+        }
+    };
+}
+int_product!(i32);
+int_product!(i64);
+
+/// `dst[b] = a[b] @ b[b]` for every batch entry; `offsets[b]` holds the element offsets of
+/// (dst, a, b) for that entry from the three base pointers.
+///
+/// # Safety
+/// Each entry satisfies `MatElem::product`'s contract at its offsets, and different entries
+/// write disjoint dst elements. m, n, k are non-zero.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn batched<T: MatElem>(m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides, offsets: &[[isize; 3]]) {
+    let work = m.saturating_mul(n).saturating_mul(k);
+    let total = work.saturating_mul(offsets.len());
+    let (d, pa, pb) = (SendPtr(dst), SendPtr(a as *mut T), SendPtr(b as *mut T));
+    let one = move |o: &[isize; 3], parallel: bool| {
+        let (a, b) = (pa.get() as *const T, pb.get() as *const T);
+        // SAFETY: offsets name valid entries (contract); entries write disjoint elements.
+        unsafe { T::product(m, n, k, d.get().offset(o[0]), a.offset(o[1]), b.offset(o[2]), s, parallel) }
+    };
+    if work >= GEMM_PAR_MIN_WORK || offsets.len() == 1 {
+        // Big products: parallelise inside each one.
+        offsets.iter().for_each(|o| one(o, work >= GEMM_PAR_MIN_WORK));
+    } else if total >= BATCH_PAR_MIN_WORK {
+        // Many small products: one thread per product.
+        use rayon::prelude::*;
+        offsets.par_iter().for_each(|o| one(o, false));
+    } else {
+        offsets.iter().for_each(|o| one(o, false));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Naive triple loop over strided operands, in f64 for floats (the reference).
+    fn naive(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], s: Strides) -> Vec<f64> {
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0.0;
+                for p in 0..k {
+                    acc += a[(i as isize * s.a_rs + p as isize * s.a_cs) as usize] * b[(p as isize * s.b_rs + j as isize * s.b_cs) as usize];
+                }
+                out[i * n + j] = acc;
+            }
+        }
+        out
+    }
+
+    /// Operand layouts to try: row-major, column-major, padded rows, broadcast rows.
+    fn layouts(r: usize, c: usize) -> Vec<(isize, isize, usize)> {
+        let (r_, c_) = (r as isize, c as isize);
+        vec![(c_, 1, r * c), (1, r_, r * c), (c_ + 3, 1, r * (c + 3)), (2 * c_, 2, 2 * r * c), (0, 1, c)]
+    }
+
+    fn values(len: usize, seed: u64) -> Vec<f64> {
+        (0..len).map(|i| (((i as u64 * 2654435761 + seed * 40503) % 97) as f64 - 48.0) / 8.0).collect()
+    }
+
+    #[test]
+    fn float_products_match_naive_on_strided_operands() {
+        for &(m, n, k) in &[(1, 1, 1), (3, 5, 7), (17, 9, 33), (64, 65, 66), (1, 40, 3), (40, 1, 3)] {
+            for (a_rs, a_cs, a_len) in layouts(m, k) {
+                for (b_rs, b_cs, b_len) in layouts(k, n) {
+                    let a = values(a_len, 1);
+                    let b = values(b_len, 2);
+                    let s = Strides { dst_rs: n as isize, dst_cs: 1, a_rs, a_cs, b_rs, b_cs };
+                    let want = naive(m, n, k, &a, &b, s);
+                    let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+                    let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+                    let mut d64 = vec![f64::NAN; m * n];
+                    let mut d32 = vec![f32::NAN; m * n];
+                    // SAFETY: layouts() sizes each buffer to cover every addressed element.
+                    unsafe {
+                        f64::product(m, n, k, d64.as_mut_ptr(), a.as_ptr(), b.as_ptr(), s, false);
+                        f32::product(m, n, k, d32.as_mut_ptr(), a32.as_ptr(), b32.as_ptr(), s, true);
+                    }
+                    for i in 0..m * n {
+                        assert!((d64[i] - want[i]).abs() <= 1e-9 * (1.0 + want[i].abs()), "f64 {m}x{n}x{k}");
+                        assert!((d32[i] as f64 - want[i]).abs() <= 1e-4 * (k as f64) * (1.0 + want[i].abs()), "f32 {m}x{n}x{k}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_products_are_exact_and_wrap() {
+        let (m, n, k) = (5, 300, 7); // n spans two column blocks
+        for (a_rs, a_cs, a_len) in layouts(m, k) {
+            for (b_rs, b_cs, b_len) in layouts(k, n) {
+                let a: Vec<i64> = values(a_len, 3).iter().map(|v| (v * 8.0) as i64).collect();
+                let b: Vec<i64> = values(b_len, 4).iter().map(|v| (v * 8.0) as i64).collect();
+                let s = Strides { dst_rs: 1, dst_cs: m as isize, a_rs, a_cs, b_rs, b_cs }; // column-major dst
+                let mut d = vec![0i64; m * n];
+                // SAFETY: buffers cover every addressed element.
+                unsafe { i64::product(m, n, k, d.as_mut_ptr(), a.as_ptr(), b.as_ptr(), s, true) };
+                let af: Vec<f64> = a.iter().map(|&v| v as f64).collect();
+                let bf: Vec<f64> = b.iter().map(|&v| v as f64).collect();
+                let want = naive(m, n, k, &af, &bf, Strides { dst_rs: n as isize, dst_cs: 1, ..s });
+                for i in 0..m {
+                    for j in 0..n {
+                        assert_eq!(d[i + j * m] as f64, want[i * n + j]);
+                    }
+                }
+            }
+        }
+        let big = [i32::MAX, 2];
+        let mut d = [0i32];
+        let s = Strides { dst_rs: 1, dst_cs: 1, a_rs: 2, a_cs: 1, b_rs: 1, b_cs: 1 };
+        // SAFETY: 1x1x2 product over two-element buffers.
+        unsafe { i32::product(1, 1, 2, d.as_mut_ptr(), big.as_ptr(), [1, 1].as_ptr(), s, false) };
+        assert_eq!(d[0], i32::MAX.wrapping_add(2));
+    }
+
+    #[test]
+    fn batches_are_deterministic_and_independent() {
+        let (m, n, k, batch) = (70, 70, 70, 3);
+        let a = values(batch * m * k, 5);
+        let b = values(k * n, 6); // shared (broadcast) right operand
+        let s = Strides { dst_rs: n as isize, dst_cs: 1, a_rs: k as isize, a_cs: 1, b_rs: n as isize, b_cs: 1 };
+        let offsets: Vec<[isize; 3]> = (0..batch).map(|i| [(i * m * n) as isize, (i * m * k) as isize, 0]).collect();
+        let run = || {
+            let mut d = vec![0.0f64; batch * m * n];
+            // SAFETY: each entry's offsets stay inside the buffers; entries write disjoint ranges.
+            unsafe { batched(m, n, k, d.as_mut_ptr(), a.as_ptr(), b.as_ptr(), s, &offsets) };
+            d
+        };
+        let first = run();
+        assert_eq!(first, run());
+        for i in 0..batch {
+            let want = naive(m, n, k, &a[i * m * k..], &b, s);
+            for (x, y) in first[i * m * n..(i + 1) * m * n].iter().zip(&want) {
+                assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()));
+            }
+        }
+    }
+}

@@ -1,1 +1,215 @@
-//! (filled in by its op family)
+//! Joining: `cat` and `stack`, with torch's type promotion, its legacy skipping of 1-D empty
+//! tensors, its output memory format, and its error texts.
+
+use crate::dtype::{promote_types, DType};
+use crate::error::{fmt_shape, Error, Result};
+use crate::layout::Layout;
+use crate::ops::copy::{copy_kernel, empty_with_layout};
+use crate::ops::views;
+use crate::shape::wrap_dim;
+use crate::tensor::Tensor;
+
+/// torch still lets a size-[0] 1-D tensor join anything (it predates other empty shapes).
+fn is_legacy_empty(t: &Tensor) -> bool {
+    t.shape() == [0]
+}
+
+/// `legacy_cat_wrap_dim`: wrap against the first tensor that is not legacy-empty; when all
+/// are, the dim is not checked at all.
+fn wrap_cat_dim(dim: i64, ts: &[Tensor]) -> Result<Option<usize>> {
+    match ts.iter().find(|t| !is_legacy_empty(t)) {
+        Some(t) => Ok(Some(wrap_dim(dim, t.ndim())?)),
+        None => Ok(None),
+    }
+}
+
+/// torch's `is_channels_last_strides_{2d,3d}` heuristic: do these strides walk C innermost?
+fn strides_like_channels_last(shape: &[usize], strides: &[isize]) -> bool {
+    let order: &[usize] = match shape.len() {
+        4 => &[1, 3, 2, 0],
+        5 => &[1, 4, 3, 2, 0],
+        _ => return false,
+    };
+    if strides[1] == 0 {
+        return false;
+    }
+    let mut min: isize = 0;
+    for &d in order {
+        if shape[d] == 0 || strides[d] < min {
+            return false;
+        }
+        // N111-like tensors are ambiguous; torch calls them contiguous.
+        if d == 0 && min == strides[1] {
+            return false;
+        }
+        min = strides[d];
+        if shape[d] > 1 {
+            min *= shape[d] as isize;
+        }
+    }
+    true
+}
+
+/// Channels-last strides for a 4-D or 5-D shape (C innermost, then W, H, (D), N).
+fn channels_last_strides(shape: &[usize]) -> Vec<isize> {
+    let n = shape.len();
+    let mut strides = vec![0isize; n];
+    strides[1] = 1;
+    let mut acc = shape[1] as isize;
+    for d in (2..n).rev().chain(std::iter::once(0)) {
+        strides[d] = acc;
+        acc *= shape[d] as isize;
+    }
+    strides
+}
+
+/// `cat_compute_output_memory_format`: channels-last only when every input suggests the
+/// same channels-last format.
+fn output_is_channels_last(ts: &[Tensor]) -> bool {
+    let rank = ts[0].ndim();
+    ts.iter().all(|t| t.ndim() == rank && strides_like_channels_last(t.shape(), t.strides()))
+}
+
+/// `torch.cat(tensors, dim)`.
+pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    for (i, t) in ts.iter().enumerate() {
+        if t.ndim() == 0 {
+            return Err(Error::Runtime(format!("zero-dimensional tensor (at position {}) cannot be concatenated", i)));
+        }
+    }
+    let dim = wrap_cat_dim(dim, ts)?;
+    if ts.is_empty() {
+        return Err(Error::Value("torch.cat(): expected a non-empty list of Tensors".into()));
+    }
+    let dtype = ts.iter().map(|t| t.dtype()).reduce(promote_types).unwrap_or(DType::Float32);
+    let (Some(dim), Some(first)) = (dim, ts.iter().find(|t| !is_legacy_empty(t))) else {
+        // Only legacy-empty inputs: the result is one of them, promoted.
+        return Ok(Tensor::empty(&[0], dtype));
+    };
+    let mut size_at_dim = 0;
+    for (i, t) in ts.iter().enumerate() {
+        if is_legacy_empty(t) {
+            continue;
+        }
+        if t.ndim() != first.ndim() {
+            return Err(Error::Runtime(format!(
+                "Tensors must have same number of dimensions: got {} and {}",
+                first.ndim(),
+                t.ndim()
+            )));
+        }
+        for d in 0..first.ndim() {
+            if d != dim && t.shape()[d] != first.shape()[d] {
+                return Err(Error::Runtime(format!(
+                    "Sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor number {} in the list.",
+                    dim,
+                    first.shape()[d],
+                    t.shape()[d],
+                    i
+                )));
+            }
+        }
+        size_at_dim += t.shape()[dim];
+    }
+    let mut shape = first.shape().to_vec();
+    shape[dim] = size_at_dim;
+    let out = if output_is_channels_last(ts) {
+        let strides = channels_last_strides(&shape);
+        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype)
+    } else {
+        Tensor::empty(&shape, dtype)
+    };
+    let mut at = 0;
+    for t in ts.iter().filter(|t| !is_legacy_empty(t)) {
+        let len = t.shape()[dim];
+        if len > 0 {
+            // The slot is a view of fresh memory, so the copy cannot overlap its source.
+            copy_kernel(&views::narrow(&out, dim as i64, at as i64, len as i64)?, t);
+        }
+        at += len;
+    }
+    Ok(out)
+}
+
+/// `torch.stack(tensors, dim)`: equal shapes joined along a new dim.
+pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    let Some(first) = ts.first() else {
+        return Err(Error::Runtime("stack expects a non-empty TensorList".into()));
+    };
+    let d = wrap_dim(dim, first.ndim() + 1)?;
+    for (i, t) in ts.iter().enumerate().skip(1) {
+        if t.shape() != first.shape() {
+            return Err(Error::Runtime(format!(
+                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {}",
+                fmt_shape(first.shape()),
+                fmt_shape(t.shape()),
+                i
+            )));
+        }
+    }
+    if d < first.ndim() {
+        // As torch: cat along d, then split that dim (always expressible as a view).
+        let out = cat(ts, d as i64)?;
+        let mut shape = first.shape().to_vec();
+        shape.insert(d, ts.len());
+        let strides = out.layout.view_strides(&shape).unwrap_or_else(|| crate::shape::contiguous_strides(&shape));
+        return Ok(Tensor { layout: Layout { shape, strides, offset: out.layout.offset }, ..out });
+    }
+    let parts: Vec<Tensor> = ts.iter().map(|t| views::unsqueeze(t, d as i64)).collect::<Result<_>>()?;
+    cat(&parts, d as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Scalar;
+
+    fn ar(n: usize, shape: &[usize]) -> Tensor {
+        Tensor::from_vec((0..n).map(|v| v as f32).collect::<Vec<_>>(), shape).unwrap()
+    }
+
+    #[test]
+    fn cat_promotes_and_skips_legacy_empty() {
+        let a = ar(6, &[2, 3]);
+        let b = Tensor::full(&[1, 3], Scalar::Int(7), DType::Float64);
+        let e = Tensor::empty(&[0], DType::Int64);
+        let r = cat(&[a, e, b], 0).unwrap();
+        assert_eq!(r.dtype(), DType::Float64);
+        assert_eq!(r.shape(), &[3, 3]);
+        assert_eq!(r.to_vec::<f64>(), vec![0., 1., 2., 3., 4., 5., 7., 7., 7.]);
+    }
+
+    #[test]
+    fn cat_errors_use_torch_words() {
+        let a = ar(6, &[2, 3]);
+        let b = ar(8, &[2, 4]);
+        assert_eq!(
+            cat(&[a.clone(), b], 0).unwrap_err().to_string(),
+            "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list."
+        );
+        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
+        assert_eq!(cat(&[a, s], 0).unwrap_err().to_string(), "zero-dimensional tensor (at position 1) cannot be concatenated");
+        assert!(matches!(cat(&[], 0), Err(Error::Value(_))));
+    }
+
+    #[test]
+    fn channels_last_inputs_give_channels_last_output() {
+        let base = ar(120, &[2, 4, 5, 3]); // NHWC memory
+        let cl = views::permute(&base, &[0, 3, 1, 2]).unwrap(); // NCHW view, C innermost
+        assert!(strides_like_channels_last(cl.shape(), cl.strides()));
+        let r = cat(&[cl.clone(), cl.clone()], 1).unwrap();
+        assert_eq!(r.strides(), &[120, 1, 30, 6]);
+        assert_eq!(channels_last_strides(&[2, 3, 4, 5, 6]), vec![360, 1, 90, 18, 3]);
+    }
+
+    #[test]
+    fn stack_inserts_a_dim() {
+        let a = ar(6, &[2, 3]);
+        let r = stack(&[a.clone(), a.clone()], 1).unwrap();
+        assert_eq!(r.shape(), &[2, 2, 3]);
+        assert_eq!(r.to_vec::<f32>()[..6], [0., 1., 2., 0., 1., 2.]);
+        let r = stack(&[a.clone(), a], 2).unwrap();
+        assert_eq!(r.shape(), &[2, 3, 2]);
+        assert_eq!(r.strides(), &[6, 2, 1]);
+    }
+}

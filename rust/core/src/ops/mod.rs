@@ -3,6 +3,7 @@
 //! sets join each op here in the autograd issue.
 
 pub mod binary;
+pub mod gather;
 pub mod index;
 pub mod join;
 pub mod linalg;
