@@ -10,10 +10,11 @@ use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::index::{gather, scatter, Dim, Walk};
 use crate::layout::Layout;
 use crate::ops::binary::masked_fill;
-use crate::ops::copy::{clone, contiguous_copy, empty_with_layout, to_dtype};
+use crate::ops::copy::{contiguous_copy, copy_kernel, empty_with_layout};
 use crate::ops::index::checked_convert;
 use crate::ops::mask::nonzero;
 use crate::ops::write::{write, Alias};
+use crate::ops::iter_layout::{iter_layout, non_overlapping_and_dense, preserve_layout, Operand};
 use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_all, contiguous_strides, wrap_dim};
 use crate::tensor::Tensor;
@@ -31,14 +32,15 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
         return Err(Error::Runtime(NO_INDEX_ASSERT.into()));
     }
     let shape = info.result_shape();
-    let mut operands = vec![info.restrided_strides()];
-    operands.extend(info.index_strides(&shape));
-    let perm = iteration_order(&shape, &operands);
-    let out = empty_with_layout(&Layout { strides: output_strides(&shape, &perm), shape: shape.clone(), offset: 0 }, x.dtype());
+    // The output is allocated by torch's TensorIterator from x (restrided) and the indices.
+    let mut operands = vec![info.restrided(&shape)];
+    operands.extend(info.index_operands(&shape));
+    let it = iter_layout(&shape, &operands);
+    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype());
     if out.numel() == 0 {
         return Ok(out);
     }
-    let targets = info.source_offsets(&perm)?;
+    let targets = info.source_offsets(&it.perm)?;
     let r = info.replacement.len();
     let mut w = Walk { a_offset: 0, b_offset: info.src.offset as isize, ..Default::default() };
     for d in 0..info.before {
@@ -93,11 +95,12 @@ pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accum
     if info.indices.is_empty() {
         return Err(Error::Runtime(NO_INDEX_ASSERT.into()));
     }
-    let mut operands = vec![info.restrided_strides(), broadcast_strides(values, &shape)];
-    operands.extend(info.index_strides(&shape));
-    let perm = iteration_order(&shape, &operands);
+    // torch's loop runs over x (restrided, as the output), the values and the indices.
+    let mut operands = vec![info.restrided(&shape), Operand { shape: values.shape().to_vec(), strides: values.strides().to_vec() }];
+    operands.extend(info.index_operands(&shape));
+    let it = iter_layout(&shape, &operands);
     // Every index is checked before anything is written (torch may write a prefix first).
-    let targets = if shape.iter().product::<usize>() == 0 { vec![] } else { info.source_offsets(&perm)? };
+    let targets = if shape.iter().product::<usize>() == 0 { vec![] } else { info.source_offsets(&it.perm)? };
     write(x, &[values], |reads| {
         let (v, alias) = &reads[0];
         // Values that are the destination's own elements are read from a copy.
@@ -126,9 +129,25 @@ pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accum
 
 /// `index_put` (out of place): a preserve-format clone of x, written, with a fresh counter.
 pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
-    let out = clone(x);
+    let out = copy_preserving(x, x.dtype());
     index_put_(&out, indices, values, accumulate)?;
     Ok(Tensor { version: VersionCounter::new(), ..out })
+}
+
+/// A copy of x in torch's preserve format (`clone()`, `.to(dtype)`).
+fn copy_preserving(x: &Tensor, dtype: DType) -> Tensor {
+    let out = empty_with_layout(&preserve_layout(&x.layout), dtype);
+    copy_kernel(&out, x);
+    out
+}
+
+/// Index values as int64 (torch's `.to(kLong)`, which keeps the layout).
+fn to_long(t: &Tensor) -> Tensor {
+    if t.dtype() == DType::Int64 {
+        t.clone()
+    } else {
+        copy_preserving(t, DType::Int64)
+    }
 }
 
 fn check_count(x: &Tensor, indices: &[Option<Tensor>]) -> Result<()> {
@@ -169,6 +188,7 @@ impl Info {
         let mut src = x.layout.clone();
         if !adjacent(&list) {
             // Indexed dims first, in order, then the rest (torch's transposeToFront).
+            // (Entries past x's dims are dropped here, as torch drops them.)
             let order: Vec<usize> =
                 (0..ndim).filter(|&d| list[d].is_some()).chain((0..ndim).filter(|&d| list[d].is_none())).collect();
             src = src.permute(&order.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
@@ -179,8 +199,10 @@ impl Info {
         let mut ints = Vec::new();
         for (d, t) in list.iter().enumerate() {
             if let Some(t) = t {
-                indexed.push((src.shape[d], src.strides[d]));
-                ints.push(to_dtype(t, DType::Int64));
+                // A mask followed by more indices can name dims x does not have.
+                let w = wrap_dim(d as i64, ndim)?;
+                indexed.push((src.shape[w], src.strides[w]));
+                ints.push(to_long(t));
             }
         }
         let replacement = ints.last().map_or(vec![], |t| t.shape().to_vec());
@@ -199,18 +221,18 @@ impl Info {
         s
     }
 
-    /// Strides of x read as the result (0 on the replacement dims): torch's `restride_src`.
-    fn restrided_strides(&self) -> Vec<isize> {
+    /// x read as the result (stride 0 on the replacement dims): torch's `restride_src`.
+    fn restrided(&self, shape: &[usize]) -> Operand {
         let after = self.before + self.indexed.len();
         let mut s = self.src.strides[..self.before].to_vec();
         s.extend(std::iter::repeat_n(0, self.replacement.len()));
         s.extend(&self.src.strides[after..]);
-        s
+        Operand { shape: shape.to_vec(), strides: s }
     }
 
-    /// Strides of each index tensor reshaped to `[1]*before + replacement + [1]*after` and
-    /// broadcast to the result shape (torch's `reshape_indexer` inside TensorIterator).
-    fn index_strides(&self, shape: &[usize]) -> Vec<Vec<isize>> {
+    /// Each index tensor reshaped to `[1]*before + replacement + [1]*after` (torch's
+    /// `reshape_indexer`), as the iterator receives it.
+    fn index_operands(&self, shape: &[usize]) -> Vec<Operand> {
         let mut view_shape = vec![1usize; self.before];
         view_shape.extend(&self.replacement);
         view_shape.resize(shape.len(), 1);
@@ -218,7 +240,7 @@ impl Info {
             .iter()
             .map(|t| {
                 let strides = t.layout.view_strides(&view_shape).unwrap_or_else(|| contiguous_strides(&view_shape));
-                strides.iter().zip(&view_shape).zip(shape).map(|((&st, &v), &s)| if v == 1 && s != 1 { 0 } else { st }).collect()
+                Operand { shape: view_shape.clone(), strides }
             })
             .collect()
     }
@@ -355,61 +377,6 @@ fn row_major_offsets(shape: &[usize], strides: &[isize]) -> Vec<isize> {
     out
 }
 
-/// torch's TensorIterator dim order for these operands (`reorder_dimensions`): `perm[0]` is
-/// the innermost dim. It decides the layout of index results and which bad index torch names.
-fn iteration_order(shape: &[usize], operands: &[Vec<isize>]) -> Vec<usize> {
-    let n = shape.len();
-    let mut perm: Vec<usize> = (0..n).rev().collect();
-    if n <= 1 {
-        return (0..n).collect();
-    }
-    // > 0 when dim0 should be outside dim1, < 0 when inside, 0 when undecided.
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for s in operands {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 != s1 {
-                return if s0 < s1 { -1 } else { 1 };
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    for i in 1..n {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            let c = should_swap(perm[d0], perm[d1]);
-            if c > 0 {
-                perm.swap(d0, d1);
-                d1 = d0;
-            } else if c < 0 {
-                break;
-            }
-        }
-    }
-    perm
-}
-
-/// Strides TensorIterator gives a new output: dense in `perm` order (row-major when the order
-/// is the plain reversed one).
-fn output_strides(shape: &[usize], perm: &[usize]) -> Vec<isize> {
-    let n = shape.len();
-    if perm.iter().enumerate().all(|(i, &d)| d == n - 1 - i) {
-        return contiguous_strides(shape);
-    }
-    let mut strides = vec![0isize; n];
-    let mut next: isize = 1;
-    for &d in perm {
-        strides[d] = next;
-        next *= shape[d] as isize;
-    }
-    strides
-}
-
 /// True when `from` broadcasts to `to` (torch's `is_expandable_to`).
 fn expandable(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len() && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
@@ -421,9 +388,8 @@ fn check_no_overlap(dst: &Tensor, src: &Tensor, full_ok: bool) -> Result<()> {
     if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
         return Ok(());
     }
-    let dense = |l: &Layout| !l.has_internal_overlap() && l.extent().is_some_and(|(lo, hi)| (hi - lo) as usize == l.numel());
     let same = dst.layout == src.layout;
-    if !same && (!dense(&dst.layout) || !dense(&src.layout)) {
+    if !same && (!non_overlapping_and_dense(&dst.layout) || !non_overlapping_and_dense(&src.layout)) {
         // torch cannot tell ("too hard") and goes ahead; the write path reads a copy.
         return Ok(());
     }

@@ -6,7 +6,7 @@
 //! `ops::advanced` then applies: a copy on read, `index_put_` on write.
 
 use crate::dtype::{DType, Scalar};
-use crate::error::{Error, Result};
+use crate::error::{fmt_shape, Error, Result};
 use crate::layout::Layout;
 use crate::ops::advanced;
 use crate::ops::views;
@@ -200,8 +200,7 @@ fn select(layout: &Layout, dim: usize, index: i64, real_dim: usize) -> Result<La
             "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number".into(),
         ));
     }
-    // torch reads size 0 here for a 0-d tensor.
-    let size = layout.shape.get(dim).map_or(0, |&s| s as i64);
+    let size = layout.shape.get(dim).map_or_else(|| size_past_end(layout, dim), |&s| s as i64);
     // `-1 - index` cannot overflow, unlike `-index` for i64::MIN.
     if !(size > index && size > -1 - index) {
         return Err(Error::Index(format!(
@@ -220,7 +219,21 @@ fn slice(layout: &Layout, dim: usize, start: i64, stop: i64, step: i64) -> Resul
     if layout.ndim() == 0 {
         return Err(Error::Index("slice() cannot be applied to a 0-dim tensor.".into()));
     }
-    let size = layout.shape[dim] as i64;
+    let Some(&size) = layout.shape.get(dim) else {
+        // Only repeated `...` get here: torch skips a slice that spans the (misread) size and
+        // fails to wrap the dim for any other.
+        if start == 0 && step == 1 && size_past_end(layout, dim) <= stop {
+            return Ok(layout.clone());
+        }
+        let n = layout.ndim() as i64;
+        return Err(Error::Index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {})",
+            -n,
+            n - 1,
+            dim
+        )));
+    };
+    let size = size as i64;
     let mut s = if start < 0 { start + size } else { start };
     let mut e = if stop < 0 { stop + size } else { stop };
     s = s.clamp(0, size);
@@ -241,6 +254,17 @@ fn slice(layout: &Layout, dim: usize, start: i64, stop: i64, step: i64) -> Resul
     Ok(out)
 }
 
+/// What torch 2.13 reads as `sizes[dim]` for a dim past the rank (reachable only with repeated
+/// `...`; it reads past the end of its sizes array). Up to 5 dims, sizes and strides sit in two
+/// inline arrays of 5 (unused slots zero); beyond that, in one heap array of 2 * ndim.
+fn size_past_end(l: &Layout, dim: usize) -> i64 {
+    let slots = l.ndim().max(5);
+    if dim < slots {
+        return 0;
+    }
+    l.strides.get(dim - slots).map_or(0, |&s| s as i64)
+}
+
 /// The value's layout without its leading size-1 dims (torch's `slicePrefix1sSize`).
 fn strip_leading_ones(l: &Layout) -> Layout {
     let k = l.shape.iter().position(|&s| s != 1).unwrap_or(l.ndim());
@@ -257,9 +281,28 @@ fn copy_to(dst: &Tensor, src: &Tensor) -> Result<()> {
         return fill_(dst, src.item()?);
     }
     let stripped = src.view_as_layout(strip_leading_ones(&src.layout));
+    if stripped.ndim() > dst.ndim() {
+        // Spelled here: torch prints the tensor's sizes in brackets inside the braces.
+        return Err(Error::Runtime(format!(
+            "expand({}{{{}}}, size={}): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            type_string(src.dtype()),
+            fmt_shape(stripped.shape()),
+            fmt_shape(dst.shape()),
+            dst.ndim(),
+            stripped.ndim()
+        )));
+    }
     let sizes: Vec<i64> = dst.shape().iter().map(|&d| d as i64).collect();
     let expanded = views::expand(&stripped, &sizes)?;
     copy_(dst, &expanded)
+}
+
+/// How torch names a CPU tensor type in messages: legacy names, except for bool.
+fn type_string(dtype: DType) -> String {
+    match dtype {
+        DType::Bool => "CPUBoolType".into(),
+        d => format!("torch.{}", d.legacy_tensor_name()),
+    }
 }
 
 /// `dst.copy_(src)` for same-shape operands, through the write path.
@@ -354,6 +397,14 @@ mod tests {
         assert_eq!(e.to_string(), "too many indices for tensor of dimension 2");
         let e = get_item(&x, &Key::Single(TensorIndex::Slice { start: 0, stop: 3, step: -1 })).unwrap_err();
         assert_eq!(e, Error::Value("step must be greater than zero".into()));
+        // Repeated `...` walk past the rank; torch then misreads a stride as the size.
+        let y = arange(24, &[2, 3, 4]);
+        let key = |i| Key::Tuple(vec![TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Int(i)]);
+        assert_eq!(get_item(&y, &key(5)).unwrap_err().to_string(), "index 5 is out of bounds for dimension 3 with size 4");
+        assert_eq!(
+            get_item(&y, &key(0)).unwrap_err().to_string(),
+            "Dimension out of range (expected to be in range of [-3, 2], but got 6)"
+        );
         let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
         let e = get_item(&s, &Key::Single(TensorIndex::Int(1))).unwrap_err();
         assert_eq!(e.to_string(), "index 1 is out of bounds for dimension 0 with size 0");

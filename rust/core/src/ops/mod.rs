@@ -5,6 +5,7 @@
 pub mod advanced;
 pub mod binary;
 pub mod index;
+pub mod iter_layout;
 pub mod join;
 pub mod linalg;
 pub mod mask;
