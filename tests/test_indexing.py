@@ -566,3 +566,42 @@ def test_nonzero_edge_cases(arr):
     m, t = make_pair(arr)
     check_parity(lambda: m.nonzero(), lambda: t.nonzero(), check_stride=True)
     assert_same(m.nonzero(as_tuple=True), t.nonzero(as_tuple=True), check_stride=True)
+
+
+# ----- large tensors (the parallel kernel paths) -----
+
+def test_large_gathers_and_scatters_match_torch():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((600, 500)).astype(np.float32)
+    idx = rng.integers(-500, 500, 400)
+    mask = rng.random((600, 500)) > 0.5
+    for recipe in ([], [("permute", (1, 0))]):
+        m, t = make_pair(base, recipe)
+        im, it = mg.from_numpy(idx.copy()), torch.from_numpy(idx.copy())
+        mm, mt = mg.from_numpy(mask.copy()), torch.from_numpy(mask.copy())
+        check_parity(lambda: m[im % 500], lambda: t[it % 500], check_stride=True)
+        check_parity(lambda: m[:, im], lambda: t[:, it], check_stride=True)
+        check_parity(lambda: m[mm], lambda: t[mt], check_stride=True)
+        check_parity(lambda: m.masked_select(mm), lambda: t.masked_select(mt))
+        check_parity(lambda: mm.nonzero(), lambda: mt.nonzero(), check_stride=True)
+        vals = rng.standard_normal((600, 400)).astype(np.float32)
+        vm, vt = mg.from_numpy(vals.copy()), torch.from_numpy(vals.copy())
+        m[:, im] = vm
+        t[:, it] = vt
+        assert_same(m, t)
+        m.index_put_((mg.arange(600)[:, None], im), vm, accumulate=True)
+        t.index_put_((torch.arange(600)[:, None], it), vt, accumulate=True)
+        assert_same(m, t)
+        m[mm] = 0.5
+        t[mt] = 0.5
+        assert_same(m, t)
+        assert m._version == t._version
+
+
+def test_numpy_keys():
+    m, t = make_pair(np.arange(12, dtype=np.float32).reshape(3, 4))
+    for key in [np.int64(1), np.int32(-1), np.array([2, 0]), np.array([True, False, True]), np.array([[0, 1], [1, 2]]),
+                (np.int64(0), np.array([1, 3])), (slice(None), np.array([0.0, 2.7])), np.array(1)]:
+        check_parity(lambda: m[key], lambda: t[key], check_stride=True)
+    s, st_ = make_pair(np.array(3.0, dtype=np.float32))
+    check_parity(lambda: s[np.int64(0)], lambda: st_[np.int64(0)])

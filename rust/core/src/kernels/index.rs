@@ -96,30 +96,40 @@ pub unsafe fn gather<T: Element>(w: &Walk, a: *mut T, b: *const T) {
         return;
     }
     let runs = w.inner_runs();
+    // One element per row (no inner dims): skip the run loop.
+    let single = match runs.as_slice() {
+        [r] if r.len == 1 => Some((r.a, r.b)),
+        _ => None,
+    };
     let (pa, pb) = (SendPtr(a), SendPtr(b as *mut T));
     for_rows(rows, inner, |start, end| {
         let (a, b) = (pa.get(), pb.get() as *const T);
-        let mut o = start / p;
-        let (mut oa, mut ob) = w.outer_offsets(o);
-        for row in start..end {
-            let pi = row % p;
-            if pi == 0 && row != start {
-                o += 1;
-                (oa, ob) = w.outer_offsets(o);
-            }
-            let (qa, qb) = w.positions[pi];
-            let (ra, rb) = (w.a_offset + oa + qa, w.b_offset + ob + qb);
-            for r in &runs {
-                let (da, db) = (a.offset(ra + r.a), b.offset(rb + r.b));
-                if r.sa == 1 && r.sb == 1 {
-                    // SAFETY: disjoint in-bounds runs (contract); contiguous, so a plain copy.
-                    std::ptr::copy_nonoverlapping(db, da, r.len);
-                } else {
-                    for i in 0..r.len as isize {
-                        *da.offset(i * r.sa) = *db.offset(i * r.sb);
+        let (mut o, mut pi, mut row) = (start / p, start % p, start);
+        while row < end {
+            // The rows of outer element `o` in [start, end).
+            let (oa, ob) = w.outer_offsets(o);
+            let take = (p - pi).min(end - row);
+            let (ba, bb) = (w.a_offset + oa, w.b_offset + ob);
+            for &(qa, qb) in &w.positions[pi..pi + take] {
+                if let Some((ra, rb)) = single {
+                    *a.offset(ba + qa + ra) = *b.offset(bb + qb + rb);
+                    continue;
+                }
+                for r in &runs {
+                    let (da, db) = (a.offset(ba + qa + r.a), b.offset(bb + qb + r.b));
+                    if r.sa == 1 && r.sb == 1 {
+                        // SAFETY: disjoint in-bounds runs (contract); contiguous, so a plain copy.
+                        std::ptr::copy_nonoverlapping(db, da, r.len);
+                    } else {
+                        for i in 0..r.len as isize {
+                            *da.offset(i * r.sa) = *db.offset(i * r.sb);
+                        }
                     }
                 }
             }
+            row += take;
+            o += 1;
+            pi = 0;
         }
     });
 }
@@ -196,22 +206,32 @@ pub fn nonzero<T: Element>(data: &[T], shape: &[usize]) -> (usize, Vec<i64>) {
     let n = data.iter().filter(|&&v| v != zero).count();
     let k = shape.len();
     let mut out = vec![0i64; n * k];
-    let mut coord = vec![0usize; k];
-    let mut row = 0;
-    for &v in data {
-        if v != zero {
-            for (j, &c) in coord.iter().enumerate() {
-                out[j * n + row] = c as i64;
+    if n == 0 {
+        return (0, out);
+    }
+    if k == 0 {
+        return (n, out);
+    }
+    // Walk the last dim as rows; the outer coordinates change once per row.
+    let last = shape[k - 1];
+    let mut outer = vec![0usize; k - 1];
+    let mut i = 0;
+    for row in data.chunks(last.max(1)) {
+        for (c, &v) in row.iter().enumerate() {
+            if v != zero {
+                for (j, &o) in outer.iter().enumerate() {
+                    out[j * n + i] = o as i64;
+                }
+                out[(k - 1) * n + i] = c as i64;
+                i += 1;
             }
-            row += 1;
         }
-        // Advance the row-major coordinate.
-        for d in (0..k).rev() {
-            coord[d] += 1;
-            if coord[d] < shape[d] {
+        for d in (0..k - 1).rev() {
+            outer[d] += 1;
+            if outer[d] < shape[d] {
                 break;
             }
-            coord[d] = 0;
+            outer[d] = 0;
         }
     }
     (n, out)

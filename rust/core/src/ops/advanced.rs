@@ -43,8 +43,8 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let targets = info.source_offsets(&it.perm)?;
     let r = info.replacement.len();
     let mut w = Walk { a_offset: 0, b_offset: info.src.offset as isize, ..Default::default() };
-    for d in 0..info.before {
-        w.outer.push(Dim { size: shape[d], a: out.strides()[d], b: info.src.strides[d] });
+    for (d, &size) in shape[..info.before].iter().enumerate() {
+        w.outer.push(Dim { size, a: out.strides()[d], b: info.src.strides[d] });
     }
     let repl_out = &out.strides()[info.before..info.before + r];
     w.positions = row_major_offsets(&info.replacement, repl_out).into_iter().zip(targets).collect();
@@ -108,8 +108,8 @@ pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accum
         let vs = broadcast_strides(&v, &shape);
         let r = info.replacement.len();
         let mut w = Walk { a_offset: info.src.offset as isize, b_offset: v.layout.offset as isize, ..Default::default() };
-        for d in 0..info.before {
-            w.outer.push(Dim { size: shape[d], a: info.src.strides[d], b: vs[d] });
+        for (d, &size) in shape[..info.before].iter().enumerate() {
+            w.outer.push(Dim { size, a: info.src.strides[d], b: vs[d] });
         }
         let repl_values = row_major_offsets(&info.replacement, &vs[info.before..info.before + r]);
         w.positions = targets.iter().copied().zip(repl_values).collect();
