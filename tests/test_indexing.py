@@ -11,11 +11,11 @@ import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from parity import DTYPES, assert_same, check_parity, make_pair, pairs, recipes, run_both
+from parity import DTYPES, assert_same, check_parity, make_pair, pairs, recipes, run_both, shapes
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
 
@@ -58,7 +58,9 @@ def index_items(draw, shape, kind, d, common):
     """One key item that consumes dims from `d` on; returns (spec, dims consumed)."""
     ndim = len(shape)
     size = shape[d] if d < ndim else draw(st.integers(1, 3))
-    ints = st.integers(-size - 1, size)
+    # Mostly in range; now and then one past either end.
+    wide = size == 0 or draw(st.integers(0, 7)) == 0
+    ints = st.integers(-size - 1, size) if wide else st.integers(-size, size - 1)
     if kind == "int":
         return ("int", draw(ints)), 1
     if kind == "slice":
@@ -95,9 +97,10 @@ def index_items(draw, shape, kind, d, common):
 
 
 @st.composite
-def index_keys(draw, shape, kinds=ITEM_KINDS):
-    """A key for a tensor of `shape`: a bare item or a tuple of items (mostly in range)."""
-    n = draw(st.integers(0, min(len(shape) + 2, 5)))
+def index_keys(draw, shape, kinds=ITEM_KINDS, advanced=False):
+    """A key for a tensor of `shape`: a bare item or a tuple of items (mostly in range);
+    `advanced` keys hold at least one tensor or list."""
+    n = draw(st.integers(1, len(shape) + 1) if advanced else st.integers(0, min(len(shape) + 2, 5)))
     common = draw(st.sampled_from([(2,), (3,), (1,), (2, 2), (0,)]))
     items, d = [], 0
     for _ in range(n):
@@ -105,6 +108,8 @@ def index_keys(draw, shape, kinds=ITEM_KINDS):
         item, used = draw(index_items(shape, kind, d, common))
         items.append(item)
         d += used
+    if advanced:
+        assume(any(i[0] in ("tensor", "list") and np.ndim(i[1]) > 0 for i in items))
     if len(items) == 1 and draw(st.booleans()):
         return ("single", items[0])
     return ("tuple", items)
@@ -120,7 +125,9 @@ def root(t):
 def check_getitem(m, t, spec):
     kind, r, rt = check_parity(lambda: m[build(spec, "mg")], lambda: t[build(spec, "torch")], check_stride=True)
     if kind == "err":
+        event(f"error: {type(r).__name__}")
         return kind
+    event("view" if rt._is_view() else "copy")
     assert r._is_view() == rt._is_view(), (r._is_view(), rt._is_view())
     if rt._is_view():
         # A view: same storage position, the root base, the shared version counter.
@@ -139,6 +146,27 @@ def test_getitem_matches_torch(pair, data):
     m, t = pair
     spec = data.draw(index_keys(tuple(t.shape)))
     check_getitem(m, t, spec)
+
+
+ADVANCED_KINDS = ["index"] * 4 + ["mask"] * 2 + ["int", "slice", "none", "ellipsis", "bool", "scalar_tensor"]
+
+
+@given(st.data())
+def test_advanced_getitem_matches_torch(data):
+    # No empty dims here: every index into one is out of range (covered elsewhere).
+    m, t = data.draw(pairs(shape=data.draw(shapes(1, 4, 1, 4))))
+    spec = data.draw(index_keys(tuple(t.shape), ADVANCED_KINDS, advanced=True))
+    check_getitem(m, t, spec)
+
+
+@given(st.data())
+def test_advanced_setitem_matches_torch(data):
+    m, t = data.draw(pairs(shape=data.draw(shapes(1, 3, 1, 4))))
+    spec = data.draw(index_keys(tuple(t.shape), ADVANCED_KINDS, advanced=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = data.draw(set_values(t, build(spec, "torch")))
+    check_setitem(m, t, spec, value)
 
 
 @given(pairs(max_dims=4, max_side=4), st.data())
@@ -303,6 +331,7 @@ def check_setitem(m, t, spec, value):
         t[kt] = vt
 
     kind, em, et = run_write(fm, ft)
+    event(f"error: {type(em).__name__}" if kind == "err" else f"written, +{t._version - t0}")
     assert m._version - m0 == t._version - t0, (m._version - m0, t._version - t0)
     # torch writes a prefix before it finds an out-of-range index; minigrad checks first.
     if not (kind == "err" and "out of bounds" in str(et)):
