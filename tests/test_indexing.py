@@ -197,7 +197,7 @@ def test_basic_keys_are_views(pair, data):
     [True, False, True], [True, False], [[True, False, True]], [0.5, 1.7], [True, 1], ([0, 2], [1, 3]),
     ([0, 2], slice(None)), (slice(None), [0, 3]), ([0, 1], [0, 1, 2]), (True, [1]), ([1], True), ([0, 1], False),
     ([[0], [1]], [1, 2, 3]), (0, [1, 2]), ([0, 1], None, [1, 2]), range(2), 1.5, "a", {}, {0}, [0, "a"], [0, None],
-    [[0, 1], [1]], ([[0, 1], [1]],), [0] * 40, [[0]] * 40,
+    [[0, 1], [1]], ([[0, 1], [1]],), [0] * 40, [[0]] * 40, [2**63], (0, [2**63]), (0, 2**63), [[0, 1], [2, 0]] * 20,
 ])
 def test_getitem_fixed_keys(key):
     m, t = make_pair(np.arange(12, dtype=np.float32).reshape(3, 4))
