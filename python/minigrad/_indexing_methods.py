@@ -1,5 +1,35 @@
-"""(filled in by its op family)"""
+"""Indexing: `x[key]`, `x[key] = value`, index_put_/index_put, nonzero, masked_select.
+
+Keys are read and applied in Rust (`_C.getitem`/`_C.setitem`), with torch's rules: ints,
+slices, None and `...` give views; tensors, lists and bool masks copy on read and write
+through index_put_. Every `x[key] = value` bumps `_version` once (R1).
+"""
+
+from . import _C
 
 
 class IndexingMethods:
-    pass
+    FUNCTIONS = ("index_put_", "index_put", "nonzero", "masked_select")
+
+    def __getitem__(self, key):
+        return _C.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        _C.setitem(self, key, value)
+
+    def __delitem__(self, key):
+        raise TypeError("Tensor does not support deleting items")
+
+    def index_put_(self, indices, values, accumulate=False):
+        """Writes `values` at `indices` (a tuple of index tensors); sums duplicates when
+        `accumulate`, in index order. Returns self."""
+        return _C.index_put_(self, indices, values, accumulate)
+
+    def index_put(self, indices, values, accumulate=False):
+        return _C.index_put(self, indices, values, accumulate)
+
+    def nonzero(self, *, as_tuple=False):
+        return _C.nonzero(self, as_tuple)
+
+    def masked_select(self, mask):
+        return _C.masked_select(self, mask)

@@ -1,1 +1,443 @@
-//! (filled in by its op family)
+//! Indexing keys: `x[key]` and `x[key] = value`, following torch's rules step by step
+//! (`THPVariable_getitem`/`setitem`, `at::indexing::applySlicing`).
+//!
+//! A key is read left to right. Ints, slices, `None`, `...` and 0-d integer tensors change the
+//! layout (a view); tensors, lists and bools are *recorded* as advanced indices, which
+//! `ops::advanced` then applies: a copy on read, `index_put_` on write.
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{fmt_shape, Error, Result};
+use crate::layout::Layout;
+use crate::ops::advanced;
+use crate::ops::views;
+use crate::ops::write::{write, Alias};
+use crate::tensor::Tensor;
+
+/// One item of a key, as torch's `TensorIndex`.
+#[derive(Debug, Clone)]
+pub enum TensorIndex {
+    Int(i64),
+    /// start/stop/step as Python unpacks them (`None` already replaced, huge values clamped).
+    Slice { start: i64, stop: i64, step: i64 },
+    None,
+    Ellipsis,
+    Bool(bool),
+    Tensor(Tensor),
+    /// An item that could not be converted (a bad list, an unsupported type). torch converts
+    /// items while it walks the key, so the error is raised only when the walk reaches it.
+    Invalid(Error),
+}
+
+/// A whole key. torch takes shortcuts for a bare int, slice, `None`, `...` or bool; everything
+/// else (tuples, tensors, lists) is walked as a tuple of items.
+#[derive(Debug, Clone)]
+pub enum Key {
+    Single(TensorIndex),
+    Tuple(Vec<TensorIndex>),
+}
+
+/// What `x[key]` gives: a view of `x` (basic keys) or a new tensor (advanced keys).
+#[derive(Debug)]
+pub enum Indexed {
+    View(Tensor),
+    Copy(Tensor),
+}
+
+impl TensorIndex {
+    /// How many dims of the indexed tensor this item consumes (torch's
+    /// `count_specified_dimensions`): a bool mask consumes its own rank.
+    fn specified_dims(&self) -> usize {
+        match self {
+            TensorIndex::None | TensorIndex::Ellipsis | TensorIndex::Bool(_) => 0,
+            TensorIndex::Tensor(t) if t.dtype() == DType::Bool => t.ndim(),
+            _ => 1,
+        }
+    }
+}
+
+/// `x[key]`.
+pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
+    match key {
+        Key::Single(TensorIndex::Int(i)) => Ok(Indexed::View(x.view_as_layout(select(&x.layout, 0, *i, 0)?))),
+        Key::Single(TensorIndex::Slice { start, stop, step }) => {
+            Ok(Indexed::View(x.view_as_layout(slice(&x.layout, 0, *start, *stop, *step)?)))
+        }
+        Key::Single(TensorIndex::None) => Ok(Indexed::View(x.view_as_layout(x.layout.unsqueeze(0)?))),
+        Key::Single(TensorIndex::Ellipsis) => Ok(Indexed::View(x.view_as_layout(x.layout.clone()))),
+        Key::Single(TensorIndex::Bool(b)) => {
+            let v = x.view_as_layout(x.layout.unsqueeze(0)?);
+            Ok(Indexed::Copy(advanced::index(&v, &[Some(bool_index(*b))])?))
+        }
+        Key::Single(item) => get_item(x, &Key::Tuple(vec![item.clone()])),
+        Key::Tuple(items) => {
+            let (layout, indices) = apply_slicing(x, items)?;
+            let sliced = x.view_as_layout(layout);
+            if indices.is_empty() {
+                return Ok(Indexed::View(sliced));
+            }
+            Ok(Indexed::Copy(advanced::index(&sliced, trim(&indices))?))
+        }
+    }
+}
+
+/// `x[key] = value`, where `value` is already a tensor (numbers arrive as 0-d tensors of x's
+/// dtype). Each path is one in-place op, so the version counter moves by exactly one (R1).
+pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
+    match key {
+        // torch does nothing at all for a bare False (no bump either).
+        Key::Single(TensorIndex::Bool(false)) => Ok(()),
+        Key::Single(TensorIndex::Ellipsis) => copy_to(&x.view_as_layout(x.layout.clone()), value),
+        Key::Single(TensorIndex::None) | Key::Single(TensorIndex::Bool(true)) => {
+            copy_to(&x.view_as_layout(x.layout.unsqueeze(0)?), value)
+        }
+        Key::Single(TensorIndex::Int(i)) => copy_to(&x.view_as_layout(select(&x.layout, 0, *i, 0)?), value),
+        Key::Single(TensorIndex::Slice { start, stop, step }) => {
+            copy_to(&x.view_as_layout(slice(&x.layout, 0, *start, *stop, *step)?), value)
+        }
+        Key::Single(item) => set_item(x, &Key::Tuple(vec![item.clone()]), value),
+        Key::Tuple(items) => {
+            let (layout, indices) = apply_slicing(x, items)?;
+            let sliced = x.view_as_layout(layout);
+            if indices.is_empty() {
+                return copy_to(&sliced, value);
+            }
+            // NumPy compatibility: leading 1s of the value are dropped before broadcasting.
+            let stripped = value.view_as_layout(strip_leading_ones(&value.layout));
+            advanced::index_put_(&sliced, trim(&indices), &stripped, false)
+        }
+    }
+}
+
+/// Walks a tuple key: basic items reshape the view, tensors are recorded per dim
+/// (torch's `applySlicing` + `handleDimInMultiDimIndexing`).
+fn apply_slicing(x: &Tensor, items: &[TensorIndex]) -> Result<(Layout, Vec<Option<Tensor>>)> {
+    let ndim = x.ndim();
+    let specified: usize = items.iter().map(TensorIndex::specified_dims).sum();
+    if specified > ndim {
+        return Err(Error::Index(format!("too many indices for tensor of dimension {}", ndim)));
+    }
+    let mut layout = x.layout.clone();
+    let mut dim = 0usize;
+    let mut recorded: Vec<Option<Tensor>> = Vec::new();
+    for (real_dim, item) in items.iter().enumerate() {
+        match item {
+            TensorIndex::Int(i) => layout = select(&layout, dim, *i, real_dim)?,
+            TensorIndex::Slice { start, stop, step } => {
+                layout = slice(&layout, dim, *start, *stop, *step)?;
+                dim += 1;
+                // Once an index is recorded, later positions are kept relative to it.
+                if !recorded.is_empty() {
+                    recorded.push(None);
+                }
+            }
+            TensorIndex::Ellipsis => {
+                let n = ndim - specified;
+                dim += n;
+                if !recorded.is_empty() {
+                    recorded.extend(std::iter::repeat_n(None, n));
+                }
+            }
+            TensorIndex::None => {
+                layout = layout.unsqueeze(dim as i64)?;
+                dim += 1;
+                if !recorded.is_empty() {
+                    recorded.push(None);
+                }
+            }
+            TensorIndex::Bool(b) => {
+                layout = layout.unsqueeze(dim as i64)?;
+                record(bool_index(*b), &mut recorded, &mut dim);
+            }
+            TensorIndex::Tensor(t) if t.ndim() == 0 && t.dtype().is_integral(true) => {
+                // A 0-d integer tensor selects (a view); a 0-d bool acts like a Python bool.
+                let v = t.item()?;
+                if t.dtype() == DType::Bool {
+                    layout = layout.unsqueeze(dim as i64)?;
+                    record(bool_index(v.to_bool()), &mut recorded, &mut dim);
+                } else {
+                    layout = select(&layout, dim, v.to_i64(), real_dim)?;
+                }
+            }
+            TensorIndex::Tensor(t) => record(t.clone(), &mut recorded, &mut dim),
+            TensorIndex::Invalid(e) => return Err(e.clone()),
+        }
+    }
+    Ok((layout, recorded))
+}
+
+/// torch's `recordTensorIndex`: the first index lands at its dim, later ones follow it; a mask
+/// spans as many dims as it has.
+fn record(t: Tensor, recorded: &mut Vec<Option<Tensor>>, dim: &mut usize) {
+    let span = if t.dtype() == DType::Bool { t.ndim() } else { 1 };
+    if recorded.is_empty() {
+        recorded.resize(*dim + 1, None);
+        recorded[*dim] = Some(t);
+    } else {
+        recorded.push(Some(t));
+    }
+    *dim += span;
+}
+
+/// Drops trailing `None`s (torch's `dispatch_index`/`dispatch_index_put_`).
+fn trim(indices: &[Option<Tensor>]) -> &[Option<Tensor>] {
+    let end = indices.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+    &indices[..end]
+}
+
+/// A Python bool as an index: `True` is `[0]` on a new size-1 dim, `False` is `[]`.
+fn bool_index(b: bool) -> Tensor {
+    if b {
+        Tensor::zeros(&[1], DType::Int64)
+    } else {
+        Tensor::empty(&[0], DType::Int64)
+    }
+}
+
+/// torch's `applySelect`: bounds check with the position in the key as the reported dim.
+fn select(layout: &Layout, dim: usize, index: i64, real_dim: usize) -> Result<Layout> {
+    if index == 0 && dim == 0 && layout.ndim() == 0 {
+        return Err(Error::Index(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number".into(),
+        ));
+    }
+    let size = layout.shape.get(dim).map_or_else(|| size_past_end(layout, dim), |&s| s as i64);
+    // `-1 - index` cannot overflow, unlike `-index` for i64::MIN.
+    if !(size > index && size > -1 - index) {
+        return Err(Error::Index(format!(
+            "index {} is out of bounds for dimension {} with size {}",
+            index, real_dim, size
+        )));
+    }
+    layout.select(dim as i64, index)
+}
+
+/// torch's `applySlice` + `at::slice`: positive steps only, Python clamping of start/stop.
+fn slice(layout: &Layout, dim: usize, start: i64, stop: i64, step: i64) -> Result<Layout> {
+    if step <= 0 {
+        return Err(Error::Value("step must be greater than zero".into()));
+    }
+    if layout.ndim() == 0 {
+        return Err(Error::Index("slice() cannot be applied to a 0-dim tensor.".into()));
+    }
+    let Some(&size) = layout.shape.get(dim) else {
+        // Only repeated `...` get here: torch skips a slice that spans the (misread) size and
+        // fails to wrap the dim for any other.
+        if start == 0 && step == 1 && size_past_end(layout, dim) <= stop {
+            return Ok(layout.clone());
+        }
+        let n = layout.ndim() as i64;
+        return Err(Error::Index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {})",
+            -n,
+            n - 1,
+            dim
+        )));
+    };
+    let size = size as i64;
+    let mut s = if start < 0 { start + size } else { start };
+    let mut e = if stop < 0 { stop + size } else { stop };
+    s = s.clamp(0, size);
+    e = e.clamp(s, size);
+    let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
+    let mut out = layout.clone();
+    // A huge step overflows torch's stride product; it reports the wrapped stride.
+    out.strides[dim] = layout.strides[dim].wrapping_mul(step as isize);
+    if out.strides[dim] < 0 {
+        let strides: Vec<String> = out.strides.iter().map(|s| s.to_string()).collect();
+        return Err(Error::Runtime(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: [{}]",
+            strides.join(", ")
+        )));
+    }
+    out.offset = (layout.offset as isize + s as isize * layout.strides[dim]) as usize;
+    out.shape[dim] = len as usize;
+    Ok(out)
+}
+
+/// What torch 2.13 reads as `sizes[dim]` for a dim past the rank (reachable only with repeated
+/// `...`; it reads past the end of its sizes array). Up to 5 dims, sizes and strides sit in two
+/// inline arrays of 5 (unused slots zero); beyond that, in one heap array of 2 * ndim.
+fn size_past_end(l: &Layout, dim: usize) -> i64 {
+    let slots = l.ndim().max(5);
+    if dim < slots {
+        return 0;
+    }
+    l.strides.get(dim - slots).map_or(0, |&s| s as i64)
+}
+
+/// The value's layout without its leading size-1 dims (torch's `slicePrefix1sSize`).
+fn strip_leading_ones(l: &Layout) -> Layout {
+    let k = l.shape.iter().position(|&s| s != 1).unwrap_or(l.ndim());
+    Layout { shape: l.shape[k..].to_vec(), strides: l.strides[k..].to_vec(), offset: l.offset }
+}
+
+/// torch's `copy_to`: a basic-index write is `copy_` of the broadcast value, or `fill_` of a
+/// 0-d value.
+fn copy_to(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.shape() == src.shape() {
+        return copy_(dst, src);
+    }
+    if src.ndim() == 0 {
+        return fill_(dst, src.item()?);
+    }
+    let stripped = src.view_as_layout(strip_leading_ones(&src.layout));
+    if stripped.ndim() > dst.ndim() {
+        // Spelled here: torch prints the tensor's sizes in brackets inside the braces.
+        return Err(Error::Runtime(format!(
+            "expand({}{{{}}}, size={}): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            type_string(src.dtype()),
+            fmt_shape(stripped.shape()),
+            fmt_shape(dst.shape()),
+            dst.ndim(),
+            stripped.ndim()
+        )));
+    }
+    let sizes: Vec<i64> = dst.shape().iter().map(|&d| d as i64).collect();
+    let expanded = views::expand(&stripped, &sizes)?;
+    copy_(dst, &expanded)
+}
+
+/// How torch names a CPU tensor type in messages: legacy names, except for bool.
+fn type_string(dtype: DType) -> String {
+    match dtype {
+        DType::Bool => "CPUBoolType".into(),
+        d => format!("torch.{}", d.legacy_tensor_name()),
+    }
+}
+
+/// `dst.copy_(src)` for same-shape operands, through the write path.
+pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    write(dst, &[src], |reads| {
+        let (src, alias) = &reads[0];
+        // The very same elements: nothing to move (torch skips the kernel too), still a bump.
+        if *alias != Alias::Same {
+            crate::ops::copy::copy_kernel(dst, src);
+        }
+        Ok(())
+    })
+}
+
+/// `dst.fill_(value)` through the write path.
+fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
+    write(dst, &[], |_| {
+        crate::kernels::fill::fill(dst, value);
+        Ok(())
+    })
+}
+
+/// A Python number converted for `x[key] = number` (torch's `valueToTensor`): a 0-d tensor of
+/// x's dtype; values the dtype cannot hold are an error, as torch's checked conversion.
+pub fn value_tensor(value: Scalar, dtype: DType) -> Result<Tensor> {
+    Ok(Tensor::scalar(checked_convert(value, dtype)?, dtype))
+}
+
+/// torch's `checked_convert`: integers must fit, floats must be finite and in range for
+/// integer dtypes, doubles must be in float32's range (inf and nan pass); bool takes anything.
+pub fn checked_convert(value: Scalar, dtype: DType) -> Result<Scalar> {
+    match (value, dtype) {
+        (v, DType::Bool) => Ok(Scalar::Bool(v.to_bool())),
+        (Scalar::Bool(b), _) => Ok(Scalar::Int(b as i64)),
+        (Scalar::Int(i), DType::Int32) if i32::try_from(i).is_err() => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Int32) if !(f >= i32::MIN as f64 && f <= i32::MAX as f64) => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Int64) if !(f >= i64::MIN as f64 && f <= i64::MAX as f64) => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Float32) if f.is_finite() && f.abs() > f32::MAX as f64 => Err(conversion_overflow(dtype)),
+        (v, _) => Ok(v),
+    }
+}
+
+/// torch's error for a number that `dtype` cannot hold (named by its C++ type).
+pub fn conversion_overflow(dtype: DType) -> Error {
+    let name = match dtype {
+        DType::Bool => "bool",
+        DType::Int32 => "int",
+        DType::Int64 => "int64_t",
+        DType::Float32 => "float",
+        DType::Float64 => "double",
+    };
+    Error::Runtime(format!("value cannot be converted to type {} without overflow", name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arange(n: usize, shape: &[usize]) -> Tensor {
+        Tensor::from_vec((0..n).map(|v| v as f32).collect::<Vec<_>>(), shape).unwrap()
+    }
+
+    fn view(r: Indexed) -> Tensor {
+        match r {
+            Indexed::View(t) => t,
+            Indexed::Copy(_) => panic!("expected a view"),
+        }
+    }
+
+    #[test]
+    fn basic_keys_are_views_with_torch_layouts() {
+        let x = arange(12, &[3, 4]);
+        let r = view(get_item(&x, &Key::Single(TensorIndex::Int(-1))).unwrap());
+        assert_eq!((r.shape().to_vec(), r.layout.offset), (vec![4], 8));
+        let key = Key::Tuple(vec![
+            TensorIndex::Slice { start: 1, stop: i64::MAX, step: 2 },
+            TensorIndex::None,
+            TensorIndex::Ellipsis,
+            TensorIndex::Int(0),
+        ]);
+        let r = view(get_item(&x, &key).unwrap());
+        assert_eq!((r.shape().to_vec(), r.strides().to_vec(), r.layout.offset), (vec![1, 1], vec![8, 4], 4));
+        assert!(r.version.shares_with(&x.version));
+    }
+
+    #[test]
+    fn errors_match_torch() {
+        let x = arange(12, &[3, 4]);
+        let e = get_item(&x, &Key::Tuple(vec![TensorIndex::Int(0), TensorIndex::Int(5)])).unwrap_err();
+        assert_eq!(e, Error::Index("index 5 is out of bounds for dimension 1 with size 4".into()));
+        let e = get_item(&x, &Key::Tuple(vec![TensorIndex::Int(0); 3])).unwrap_err();
+        assert_eq!(e.to_string(), "too many indices for tensor of dimension 2");
+        let e = get_item(&x, &Key::Single(TensorIndex::Slice { start: 0, stop: 3, step: -1 })).unwrap_err();
+        assert_eq!(e, Error::Value("step must be greater than zero".into()));
+        // Repeated `...` walk past the rank; torch then misreads a stride as the size.
+        let y = arange(24, &[2, 3, 4]);
+        let key = |i| Key::Tuple(vec![TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Int(i)]);
+        assert_eq!(get_item(&y, &key(5)).unwrap_err().to_string(), "index 5 is out of bounds for dimension 3 with size 4");
+        assert_eq!(
+            get_item(&y, &key(0)).unwrap_err().to_string(),
+            "Dimension out of range (expected to be in range of [-3, 2], but got 6)"
+        );
+        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
+        let e = get_item(&s, &Key::Single(TensorIndex::Int(1))).unwrap_err();
+        assert_eq!(e.to_string(), "index 1 is out of bounds for dimension 0 with size 0");
+    }
+
+    #[test]
+    fn python_slice_clamping() {
+        let l = Layout::contiguous(&[3, 4]);
+        let s = slice(&l, 0, i64::MAX, i64::MAX, 1).unwrap();
+        assert_eq!((s.shape[0], s.offset), (0, 12));
+        let s = slice(&l, 1, -100, -1, 2).unwrap();
+        assert_eq!((s.shape[1], s.strides[1], s.offset), (2, 2, 0));
+        assert!(slice(&l, 0, 0, i64::MAX, i64::MAX).is_err());
+    }
+
+    #[test]
+    fn setitem_bumps_once() {
+        let x = arange(12, &[3, 4]);
+        let v = value_tensor(Scalar::Float(7.0), DType::Float32).unwrap();
+        set_item(&x, &Key::Single(TensorIndex::Int(1)), &v).unwrap();
+        assert_eq!(x.version(), 1);
+        assert_eq!(x.to_vec::<f32>()[4..8], [7.0; 4]);
+        set_item(&x, &Key::Single(TensorIndex::Bool(false)), &v).unwrap();
+        assert_eq!(x.version(), 1);
+    }
+
+    #[test]
+    fn checked_conversion() {
+        assert!(checked_convert(Scalar::Float(1e10), DType::Int32).is_err());
+        assert!(checked_convert(Scalar::Float(f64::NAN), DType::Int64).is_err());
+        assert_eq!(checked_convert(Scalar::Float(2.5), DType::Int64).unwrap(), Scalar::Float(2.5));
+        assert!(checked_convert(Scalar::Float(1e39), DType::Float32).is_err());
+        assert!(checked_convert(Scalar::Float(f64::INFINITY), DType::Float32).is_ok());
+        assert_eq!(checked_convert(Scalar::Float(-0.5), DType::Bool).unwrap(), Scalar::Bool(true));
+    }
+}

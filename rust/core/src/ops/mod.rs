@@ -2,11 +2,14 @@
 //! call and its in-place variant side by side (DESIGN invariant 8). Backward formulas and save
 //! sets join each op here in the autograd issue.
 
+pub mod advanced;
 pub mod binary;
 pub mod gather;
 pub mod index;
+pub mod iter_layout;
 pub mod join;
 pub mod linalg;
+pub mod mask;
 pub mod reduce;
 pub mod copy;
 pub mod creation;

@@ -1,0 +1,74 @@
+//! Mask queries: `nonzero` (the coordinates advanced indexing expands a bool mask into) and
+//! `masked_select`.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::index as k;
+use crate::layout::Layout;
+use crate::ops::copy::contiguous;
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+
+/// `x.nonzero()`: an `(n, ndim)` int64 tensor of the coordinates of nonzero elements, in
+/// row-major order. Laid out column-major (strides `(1, n)`), exactly as torch's CPU kernel.
+pub fn nonzero(x: &Tensor) -> Tensor {
+    let c = contiguous(x);
+    let numel = c.numel();
+    let (n, coords) = crate::dispatch!(c.dtype(), T => {
+        // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
+        let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
+        k::nonzero(data, c.shape())
+    });
+    let k = x.ndim();
+    // Contiguous (k, n) memory seen as its transpose; from_vec cannot fail on a matching length.
+    let t = Tensor::from_vec(coords, &[k * n]).unwrap_or_else(|_| Tensor::empty(&[0], DType::Int64));
+    let layout = Layout { shape: vec![n, k], strides: vec![1, n as isize], offset: 0 };
+    Tensor { layout, ..t }
+}
+
+/// The columns of `nonzero(x)` (torch's `nonzero(as_tuple=True)`), as layouts of that tensor.
+/// A 0-d input is treated as 1-d, as torch does.
+pub fn nonzero_columns(nz: &Tensor) -> Result<Vec<Layout>> {
+    (0..nz.shape()[1]).map(|j| nz.layout.select(1, j as i64)).collect()
+}
+
+/// `x.masked_select(mask)`: the elements where the (broadcast) mask is true, as a 1-d tensor.
+pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::Runtime("masked_select: expected BoolTensor for mask".into()));
+    }
+    let shape = broadcast_shapes(mask.shape(), x.shape())?;
+    let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let m = contiguous(&mask.view_as_layout(mask.layout.expand(&sizes)?));
+    let v = contiguous(&x.view_as_layout(x.layout.expand(&sizes)?));
+    let numel = m.numel();
+    // SAFETY: `m` is contiguous with `numel` bools.
+    let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
+    crate::dispatch!(x.dtype(), T => {
+        // SAFETY: `v` is contiguous with `numel` elements of T.
+        let data = unsafe { std::slice::from_raw_parts(v.data_ptr::<T>() as *const T, numel) };
+        let picked = k::masked_select(data, flags);
+        let n = picked.len();
+        Tensor::from_vec(picked, &[n])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonzero_layout_is_torchs() {
+        let x = Tensor::from_vec(vec![0f32, 1., 0., 2., 0., 3.], &[2, 3]).unwrap();
+        let nz = nonzero(&x);
+        assert_eq!((nz.shape(), nz.strides()), (&[3usize, 2][..], &[1isize, 3][..]));
+        assert_eq!(nz.to_vec::<i64>(), vec![0, 1, 1, 0, 1, 2]);
+    }
+
+    #[test]
+    fn masked_select_broadcasts() {
+        let x = Tensor::from_vec(vec![1f32, 2., 3.], &[3]).unwrap();
+        let m = Tensor::from_vec(vec![true, false, true, false, false, true], &[2, 3]).unwrap();
+        assert_eq!(masked_select(&x, &m).unwrap().to_vec::<f32>(), vec![1., 3., 3.]);
+    }
+}
