@@ -1,4 +1,5 @@
-"""Indexing: `x[key]`, `x[key] = value`, index_put_/index_put, nonzero, masked_select.
+"""Indexing: `x[key]`, `x[key] = value`, index_put_/index_put, nonzero (masked_select is
+with the other gathers in _linalg_methods.py; its kernel is ops/mask.rs).
 
 Keys are read and applied in Rust (`_C.getitem`/`_C.setitem`), with torch's rules: ints,
 slices, None and `...` give views; tensors, lists and bool masks copy on read and write
@@ -9,7 +10,7 @@ from . import _C
 
 
 class IndexingMethods:
-    FUNCTIONS = ("index_put_", "index_put", "nonzero", "masked_select")
+    FUNCTIONS = ("index_put_", "index_put", "nonzero")
 
     def __getitem__(self, key):
         return _C.getitem(self, key)
@@ -31,5 +32,3 @@ class IndexingMethods:
     def nonzero(self, *, as_tuple=False):
         return _C.nonzero(self, as_tuple)
 
-    def masked_select(self, mask):
-        return _C.masked_select(self, mask)

@@ -14,14 +14,15 @@ use std::sync::Arc;
 /// Keeps a storage alive for as long as a NumPy array borrows its memory.
 #[pyclass(module = "minigrad._C", frozen)]
 pub struct StorageOwner {
-    storage: Arc<Storage>,
+    /// Never read: holding it is the point (the array's memory lives as long as this object).
+    _storage: Arc<Storage>,
 }
 
 /// `t.numpy()`: an ndarray over the tensor's own memory (writes are shared both ways).
 #[pyfunction]
 pub fn to_numpy(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
     let t = x.borrow().t.clone();
-    let owner = Bound::new(py, StorageOwner { storage: t.storage.clone() })?.into_any();
+    let owner = Bound::new(py, StorageOwner { _storage: t.storage.clone() })?.into_any();
     let shape = IxDyn(t.shape());
     let strides = IxDyn(&t.strides().iter().map(|&s| s as usize).collect::<Vec<_>>());
     let arr = minigrad_core::dispatch!(t.dtype(), T => {

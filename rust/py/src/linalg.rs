@@ -64,14 +64,6 @@ pub fn index_select(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: 
     wrap(py, out)
 }
 
-#[pyfunction]
-pub fn masked_select(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let (t, m) = (x.borrow().t.clone(), tensor_of(mask, "mask")?);
-    let work = t.numel().max(m.numel());
-    let out = run(py, work, move || gops::masked_select(&t, &m))?;
-    wrap(py, out)
-}
-
 /// Returns `x` itself for in-place calls (R59), else the new tensor.
 fn result(py: Python<'_>, x: &Bound<'_, TensorBase>, out: Tensor, inplace: bool) -> PyResult<Py<PyAny>> {
     if inplace {
@@ -119,7 +111,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(index_select, m)?)?;
-    m.add_function(wrap_pyfunction!(masked_select, m)?)?;
     m.add_function(wrap_pyfunction!(scatter, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add, m)?)?;
     m.add_function(wrap_pyfunction!(index_add, m)?)?;

@@ -1,5 +1,5 @@
 //! Gathering and scattering along a dim: `gather`, `scatter(_)`, `scatter_add(_)`,
-//! `index_select`, `index_add(_)`, `masked_select`.
+//! `index_select`, `index_add(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
 //!
 //! Every index is checked before anything is written, so a bad index raises torch's error
 //! and leaves the destination untouched (torch may have written part of it by then). The
@@ -11,9 +11,8 @@ use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gather as kernel;
 use crate::kernels::Arg;
 use crate::ops::copy::{cast_input, contiguous, contiguous_copy};
-use crate::ops::views;
 use crate::ops::write::{check_no_internal_overlap, write};
-use crate::shape::{broadcast_shapes, wrap_dim};
+use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 
 const OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
@@ -489,25 +488,6 @@ pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: S
     Ok(dst)
 }
 
-// ----- masked_select -----
-
-/// `masked_select(self, mask)`: the elements where the (broadcast) mask is true, as 1-D, in
-/// row-major order of the broadcast shape.
-pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    if mask.dtype() != DType::Bool {
-        return Err(Error::Runtime("masked_select: expected BoolTensor for mask".into()));
-    }
-    let shape = broadcast_shapes(mask.shape(), x.shape())?;
-    let sizes: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
-    let keep = views::expand(mask, &sizes)?.to_vec::<bool>();
-    let vals = views::expand(x, &sizes)?;
-    crate::dispatch!(x.dtype(), T => {
-        let picked: Vec<T> = vals.to_vec::<T>().into_iter().zip(keep).filter_map(|(v, k)| k.then_some(v)).collect();
-        let n = picked.len();
-        Tensor::from_vec(picked, &[n])
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,12 +544,5 @@ mod tests {
         let part = views::narrow(&x, 0, 1, 2).unwrap();
         let e = scatter(&x, 0, &ix(vec![0, 1], &[2]), &Source::Tensor(part), None, true).unwrap_err();
         assert_eq!(e.to_string(), OVERLAP);
-    }
-
-    #[test]
-    fn masked_select_broadcasts() {
-        let x = ar(4, &[4]);
-        let m = Tensor::from_vec(vec![true, false], &[2, 1]).unwrap();
-        assert_eq!(masked_select(&x, &m).unwrap().to_vec::<f32>(), vec![0., 1., 2., 3.]);
     }
 }
