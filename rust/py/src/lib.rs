@@ -1,6 +1,9 @@
 //! The extension module `minigrad._C`: argument parsing, Python exceptions, the GIL, NumPy
 //! interop. All tensor semantics live in `minigrad-core`.
 
+// The module is `_C`, as torch's is: a private extension under the public package.
+#![allow(non_snake_case)]
+
 use pyo3::prelude::*;
 
 mod convert;
