@@ -110,7 +110,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def _warn_at_caller(message):
     """A UserWarning attributed to the first frame outside minigrad (torch's TORCH_WARN shows
     the user's line)."""
-    level, frame = 1, sys._getframe(1)
+    level, frame = 2, sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level)
