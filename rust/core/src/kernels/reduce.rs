@@ -116,13 +116,45 @@ impl Geometry {
     }
 
     /// Input offset of output element `o`'s first reduced element.
-    fn keep_offset(&self, keep: &[Kept], mut o: usize) -> isize {
+    fn keep_offset(&self, mut o: usize) -> isize {
         let mut off = self.offset;
-        for k in keep.iter().rev() {
+        for k in self.keep.iter().rev() {
             off += (o % k.size) as isize * k.stride;
             o /= k.size;
         }
         off
+    }
+}
+
+/// Walks consecutive outputs, keeping the input offset of the current one (no divisions per
+/// output: reductions of a few elements each are dominated by this bookkeeping otherwise).
+struct Walker<'a> {
+    keep: &'a [Kept],
+    idx: Vec<usize>,
+    off: isize,
+}
+
+impl<'a> Walker<'a> {
+    fn new(g: &'a Geometry, o: usize) -> Walker<'a> {
+        let mut idx = vec![0; g.keep.len()];
+        let mut rem = o;
+        for (d, k) in g.keep.iter().enumerate().rev() {
+            idx[d] = rem % k.size;
+            rem /= k.size;
+        }
+        Walker { keep: &g.keep, idx, off: g.keep_offset(o) }
+    }
+
+    fn advance(&mut self) {
+        for d in (0..self.keep.len()).rev() {
+            self.idx[d] += 1;
+            self.off += self.keep[d].stride;
+            if self.idx[d] < self.keep[d].size {
+                return;
+            }
+            self.off -= self.keep[d].size as isize * self.keep[d].stride;
+            self.idx[d] = 0;
+        }
     }
 }
 
@@ -197,6 +229,7 @@ pub unsafe fn reduce<R: Reducer>(r: R, shape: &[usize], src: Arg<R::In>, reduce:
     }
     if g.red_numel == 0 {
         for o in 0..g.out_numel {
+            // SAFETY: o < out_numel, each written once.
             r.write(o, r.init(o));
         }
         return;
@@ -221,6 +254,7 @@ unsafe fn fold_range<R: Reducer>(r: &R, g: &Geometry, base: SendPtr<R::In>, off:
             acc = r.fold_slice(acc, std::slice::from_raw_parts(p, len), pos);
         } else {
             for k in 0..len {
+                // SAFETY: the k-th element of a run inside the input (caller's contract).
                 acc = r.step(acc, *p.offset(k as isize * stride), pos + k);
             }
         }
@@ -234,31 +268,35 @@ unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<R::In>) {
     let chunks = n.div_ceil(GRAIN);
     let chunk = |c: usize| (c * GRAIN, ((c + 1) * GRAIN).min(n));
     // One output, whole: the same partials whatever the schedule.
-    let one = |o: usize| {
-        let off = g.keep_offset(&g.keep, o);
+    let whole = |off: isize, o: usize| {
         let (s, e) = chunk(0);
         let mut acc = fold_range(&r, g, base, off, o, s, e);
         for c in 1..chunks {
             let (s, e) = chunk(c);
             acc = r.merge(acc, fold_range(&r, g, base, off, o, s, e));
         }
-        // SAFETY: o < out_numel, written once here.
-        r.write(o, acc);
+        acc
+    };
+    let outputs = |o0: usize, o1: usize| {
+        let mut w = Walker::new(g, o0);
+        for o in o0..o1 {
+            // SAFETY: o < out_numel, written once here.
+            r.write(o, whole(w.off, o));
+            w.advance();
+        }
     };
     let total = g.out_numel.saturating_mul(n);
     let threads = rayon::current_num_threads();
     if total < PAR_MIN_ELEMS || threads <= 1 {
-        (0..g.out_numel).for_each(one);
+        outputs(0, g.out_numel);
     } else if g.out_numel >= 4 * threads {
         // Many outputs: tasks of whole outputs, about GRAIN input elements each.
         let per = (GRAIN / n).max(1);
-        (0..g.out_numel.div_ceil(per)).into_par_iter().for_each(|t| {
-            (t * per..((t + 1) * per).min(g.out_numel)).for_each(one);
-        });
+        (0..g.out_numel.div_ceil(per)).into_par_iter().for_each(|t| outputs(t * per, ((t + 1) * per).min(g.out_numel)));
     } else {
         // Few outputs: their chunks in parallel, merged in order.
         for o in 0..g.out_numel {
-            let off = g.keep_offset(&g.keep, o);
+            let off = g.keep_offset(o);
             let parts: Vec<R::Acc> = (0..chunks)
                 .into_par_iter()
                 .map(|c| {
@@ -267,6 +305,7 @@ unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<R::In>) {
                 })
                 .collect();
             let acc = parts.into_iter().reduce(|a, b| r.merge(a, b)).unwrap_or_else(|| r.init(o));
+            // SAFETY: o < out_numel, written once here.
             r.write(o, acc);
         }
     }
@@ -319,6 +358,7 @@ unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<R::In>, k: 
                     }
                 } else {
                     for (jj, a) in accs.iter_mut().enumerate() {
+                        // SAFETY: output j0 + jj of this row is an input element (j < m).
                         *a = r.step(*a, *row.offset(jj as isize * kd.stride), i);
                     }
                 }

@@ -116,9 +116,33 @@ fn is_nan<T: PartialEq>(x: T) -> bool {
 
 /// True when `x` should replace `best` in a max (`MAX`) or min: NaN wins and then stays; ties
 /// keep the earlier element, as torch returns the first occurrence.
+/// Written without short-circuits so the comparison compiles to selects and vectorises.
 #[inline(always)]
 fn beats<T: PartialOrd + Copy, const MAX: bool>(x: T, best: T) -> bool {
-    !is_nan(best) && (is_nan(x) || if MAX { x > best } else { x < best })
+    let better = if MAX { x > best } else { x < best };
+    !is_nan(best) & (is_nan(x) | better)
+}
+
+/// Folds `xs` through eight independent lanes combined in a fixed tree. The loop vectorises
+/// (one running float accumulator would serialise on its adds) and the order is still fixed.
+#[inline(always)]
+fn fold_lanes<T: Copy, A: Copy>(xs: &[T], id: A, f: impl Fn(A, T) -> A, op: impl Fn(A, A) -> A) -> A {
+    let mut lanes = [id; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            lanes[k] = f(lanes[k], c[k]);
+        }
+    }
+    let mut t = op(
+        op(op(lanes[0], lanes[1]), op(lanes[2], lanes[3])),
+        op(op(lanes[4], lanes[5]), op(lanes[6], lanes[7])),
+    );
+    for &x in tail {
+        t = f(t, x);
+    }
+    t
 }
 
 /// sum and prod (`PROD`), and mean (`div` = the element count), of `T` cast to the result
@@ -162,34 +186,17 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
         Self::op(a, b)
     }
     unsafe fn write(&self, o: usize, acc: D::A) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         let v = match self.div {
             None => D::narrow(acc),
             Some(n) => D::from_f64(D::acc_to_f64(acc) / n),
         };
         *self.out.get().add(o) = v;
     }
-    /// Eight independent lanes combined in a fixed tree: vectorisable, and more accurate than
-    /// one running sum.
     #[inline]
     fn fold_slice(&self, acc: D::A, xs: &[T], _i0: usize) -> D::A {
-        let id = self.init(0);
-        let mut lanes = [id; 8];
-        let chunks = xs.chunks_exact(8);
-        let tail = chunks.remainder();
-        for c in chunks {
-            for k in 0..8 {
-                lanes[k] = Self::op(lanes[k], D::cast_from(c[k]).widen());
-            }
-        }
-        let op = Self::op;
-        let mut t = op(
-            op(op(lanes[0], lanes[1]), op(lanes[2], lanes[3])),
-            op(op(lanes[4], lanes[5]), op(lanes[6], lanes[7])),
-        );
-        for &x in tail {
-            t = op(t, D::cast_from(x).widen());
-        }
-        op(acc, t)
+        let t = fold_lanes(xs, self.init(0), |a, x| Self::op(a, D::cast_from(x).widen()), Self::op);
+        Self::op(acc, t)
     }
 }
 
@@ -220,7 +227,13 @@ impl<T: Bounds, const MAX: bool> Reducer for Extreme<T, MAX> {
         self.step(a, b, 0)
     }
     unsafe fn write(&self, o: usize, acc: T) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = acc;
+    }
+    /// Any grouping gives the same extreme (or NaN), so lanes are safe here.
+    #[inline]
+    fn fold_slice(&self, acc: T, xs: &[T], _i0: usize) -> T {
+        self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
     }
 }
 
@@ -255,6 +268,7 @@ impl<T: Bounds, const MAX: bool> Reducer for ArgExtreme<T, MAX> {
         if beats::<T, MAX>(b.0, a.0) { b } else { a }
     }
     unsafe fn write(&self, o: usize, acc: (T, usize)) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         if let Some(v) = self.values {
             *v.get().add(o) = acc.0;
         }
@@ -295,6 +309,7 @@ impl<T: Element, const ALL: bool> Reducer for AllAny<T, ALL> {
         if ALL { a & b } else { a | b }
     }
     unsafe fn write(&self, o: usize, acc: bool) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = acc;
     }
 }
@@ -332,6 +347,7 @@ impl<T: Element> Reducer for CountNonzero<T> {
         a + b
     }
     unsafe fn write(&self, o: usize, acc: i64) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = acc;
     }
 }
@@ -392,12 +408,17 @@ impl<T: Element, D: Element, const K: u8> Reducer for Norm<T, D, K> {
         }
     }
     unsafe fn write(&self, o: usize, acc: f64) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         let v = match K {
             norm_kind::TWO => acc.sqrt(),
             norm_kind::P => acc.powf(1.0 / self.p),
             _ => acc,
         };
         *self.out.get().add(o) = D::from_f64(v);
+    }
+    #[inline]
+    fn fold_slice(&self, acc: f64, xs: &[T], _i0: usize) -> f64 {
+        self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
     }
 }
 
@@ -428,8 +449,17 @@ impl<T: Element> Reducer for SquaredDeviation<'_, T> {
         (a.0, a.1 + b.1)
     }
     unsafe fn write(&self, o: usize, (_, m2): (f64, f64)) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         let v = m2 / self.divisor;
         *self.out.get().add(o) = T::from_f64(if self.sqrt { v.sqrt() } else { v });
+    }
+    #[inline]
+    fn fold_slice(&self, (mean, m2): (f64, f64), xs: &[T], _i0: usize) -> (f64, f64) {
+        let sq = |a: f64, x: T| {
+            let d = x.to_f64() - mean;
+            a + d * d
+        };
+        (mean, m2 + fold_lanes(xs, 0.0, sq, |a, b| a + b))
     }
 }
 
@@ -458,6 +488,7 @@ impl<T: Element, D: Element> Reducer for LogSumExp<'_, T, D> {
         (a.0, a.1 + b.1)
     }
     unsafe fn write(&self, o: usize, (shift, s): (f64, f64)) {
+        // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = D::from_f64(s.ln() + shift);
     }
 }
