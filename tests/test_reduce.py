@@ -393,6 +393,8 @@ def test_argument_errors():
         lambda x: x.argmax(1.0), lambda x: x.amax(True), lambda x: x.var(True, True), lambda x: x.logsumexp(),
         lambda x: x.logsumexp(1.5), lambda x: x.logsumexp(None), lambda x: x.softmax(), lambda x: x.softmax(None),
         lambda x: x.softmax(1.0), lambda x: x.log_softmax(), lambda x: x.logsumexp(1, dtype=None),
+        lambda x: x.softmax(1, None, 3), lambda x: x.amin(0, 0, 0, 0), lambda x: x.argmin(0, 0, 0, 0),
+        lambda x: x.log_softmax(0, 0, 0, 0), lambda x: x.count_nonzero(0, -2),
     ]
     for f in cases:
         assert_same_error(lambda: f(m), lambda: f(t))
@@ -413,7 +415,8 @@ def test_argument_forms():
         lambda x: x.std(dim=(0, 2), unbiased=False, keepdim=True), lambda x: x.var(False), lambda x: x.var(correction=None),
         lambda x: x.norm(p=1, dim=(0, 1)), lambda x: x.norm("fro", [1]), lambda x: x.norm(dim=2, keepdim=True),
         lambda x: x.all(None, keepdim=True), lambda x: x.all(keepdim=True), lambda x: x.any(dim=(0,)),
-        lambda x: x.count_nonzero(dim=None), lambda x: x.count_nonzero([0, 1]), lambda x: x.softmax(dim=1),
+        lambda x: x.count_nonzero(dim=None), lambda x: x.count_nonzero([0, 1]), lambda x: x.count_nonzero(0, 2),
+        lambda x: x.softmax(dim=1),
         lambda x: x.log_softmax(-1, x.double().dtype),
     ]
     for f in forms:

@@ -34,10 +34,11 @@ def _arg_desc(args, kwargs):
     return "(" + (text[:-2] if args else text) + ")"
 
 
-def _overloads(*options):
+def _overloads(*options, positional=None):
     """Decorates a method whose torch signature has these overloads: argument mistakes raise
     torch's TypeError ("received an invalid combination of arguments" or, for a single
-    signature, "unexpected keyword argument" / "missing required positional arguments")."""
+    signature, "unexpected keyword argument" / "missing required positional arguments" / "takes
+    from lo to hi positional arguments", with `positional` = (lo, hi) as torch counts them)."""
 
     def decorate(fn):
         name = fn.__name__
@@ -53,7 +54,7 @@ def _overloads(*options):
                 if e.__traceback__ is None or e.__traceback__.tb_next is not None:
                     raise
                 if len(options) == 1:
-                    raise TypeError(_single_signature_message(name, str(e))) from None
+                    raise TypeError(_single_signature_message(name, str(e), positional, len(args))) from None
             got = _arg_desc(args, kwargs)
             lines = "".join(f" * {o}\n" for o in options)
             raise TypeError(f"{name}() received an invalid combination of arguments - got {got}, but expected one of:\n{lines}")
@@ -63,8 +64,11 @@ def _overloads(*options):
     return decorate
 
 
-def _single_signature_message(name, python_message):
+def _single_signature_message(name, python_message, positional, given):
     """Python's binding error for a one-signature method, in torch's words."""
+    if "positional argument" in python_message and " were given" in python_message and positional:
+        lo, hi = positional
+        return f"{name}() takes from {lo} to {hi} positional arguments but {given} were given"
     if "unexpected keyword argument" in python_message:
         return f"{name}() got an unexpected keyword argument {python_message.rsplit(' ', 1)[-1]}"
     if "required positional argument" in python_message:
@@ -267,22 +271,22 @@ class ReductionMethods:
         """min() -> 0-d; min(dim, keepdim) -> (values, indices); min(other) -> minimum."""
         return _max_min(self, False, dim, keepdim, other)
 
-    @_overloads("(tuple of ints dim = (), bool keepdim = False)")
+    @_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
     def amax(self, dim=(), keepdim=False):
         """Maximum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
         return _amax_amin(self, "amax", dim, keepdim)
 
-    @_overloads("(tuple of ints dim = (), bool keepdim = False)")
+    @_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
     def amin(self, dim=(), keepdim=False):
         """Minimum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
         return _amax_amin(self, "amin", dim, keepdim)
 
-    @_overloads("(int dim = None, bool keepdim = False)")
+    @_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
     def argmax(self, dim=None, keepdim=False):
         """Index of the first maximum along `dim`, or the flat index when dim is None."""
         return _arg(self, "argmax", dim, keepdim)
 
-    @_overloads("(int dim = None, bool keepdim = False)")
+    @_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
     def argmin(self, dim=None, keepdim=False):
         """Index of the first minimum along `dim`, or the flat index when dim is None."""
         return _arg(self, "argmin", dim, keepdim)
@@ -307,7 +311,7 @@ class ReductionMethods:
             return _matrix_norm(self, p, list(range(self.dim())) if dims is None else dims, keepdim, dtype)
         return _C.vector_norm(self, 2.0 if p is None else float(p), dims, keepdim, dtype)
 
-    @_overloads("(tuple of ints dim, bool keepdim = False)")
+    @_overloads("(tuple of ints dim, bool keepdim = False)", positional=(1, 2))
     def logsumexp(self, dim=_MISSING, keepdim=False):
         """log(sum(exp(x))) over `dim`, computed stably; integers compute in float32."""
         if dim is _MISSING:
@@ -333,16 +337,19 @@ class ReductionMethods:
         return _C.reduce(self, "any", _dims(dim), _flag(keepdim))
 
     @_overloads("(int dim = None)", "(tuple of ints dim)")
-    def count_nonzero(self, dim=None):
-        """Number of nonzero elements over `dim` (None or (): all), as int64."""
+    def count_nonzero(self, dim=None, *more_dims):
+        """Number of nonzero elements over `dim` (None or (): all; also count_nonzero(0, 1)),
+        as int64."""
+        if more_dims:
+            dim = (dim, *more_dims)
         return _C.reduce(self, "count_nonzero", _dims(dim))
 
-    @_overloads("(int dim, minigrad.dtype dtype = None)")
+    @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
     def softmax(self, dim=_MISSING, dtype=None):
         """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
         return _softmax(self, "softmax", dim, dtype, False)
 
-    @_overloads("(int dim, minigrad.dtype dtype = None)")
+    @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
     def log_softmax(self, dim=_MISSING, dtype=None):
         """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
         return _softmax(self, "log_softmax", dim, dtype, True)
