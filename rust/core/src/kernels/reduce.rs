@@ -104,7 +104,7 @@ impl Geometry {
         }
         // Outer to inner by memory stride (stable: ties keep logical order), then merge dims
         // that continue each other in memory.
-        red.sort_by(|a, b| mem_key(b.1).cmp(&mem_key(a.1)));
+        red.sort_by_key(|&(_, stride)| std::cmp::Reverse(mem_key(stride)));
         let mut merged: Vec<(usize, isize)> = Vec::with_capacity(red.len());
         for (size, stride) in red {
             match merged.last_mut() {

@@ -60,6 +60,7 @@ unsafe fn row<T: FloatElement>(src: *const T, dst: *mut T, n: usize, log: bool) 
 ///
 /// # Safety
 /// `src`/`dst` + `base` start `n * inner` elements each; they do not overlap; `j1 - j0 <= COLS`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn columns<T: FloatElement>(src: *const T, dst: *mut T, n: usize, inner: usize, base: usize, j0: usize, j1: usize, log: bool) {
     let w = j1 - j0;
     let mut max = [T::neg_infinity(); COLS];

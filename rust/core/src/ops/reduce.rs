@@ -104,7 +104,7 @@ enum DimCheck {
 fn dim_mask(dims: Option<&[i64]>, ndim: usize, empty_is_all: bool, check: DimCheck) -> Result<Vec<bool>> {
     let dims = match dims {
         None => return Ok(vec![true; ndim]),
-        Some(d) if d.is_empty() => return Ok(vec![empty_is_all; ndim]),
+        Some([]) => return Ok(vec![empty_is_all; ndim]),
         Some(d) => d,
     };
     let mut mask = vec![false; ndim];
@@ -316,7 +316,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
     let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype());
     let n = reduced_numel(x.shape(), &mask);
     let out_numel = out.numel();
-    let per_output = if out_numel == 0 { 0 } else { x.numel() / out_numel };
+    let per_output = x.numel().checked_div(out_numel).unwrap_or(0);
     let warn = per_output as f64 - correction <= 0.0;
     if x.numel() == 0 {
         crate::kernels::fill::fill(&out, crate::Scalar::Float(f64::NAN));
