@@ -291,9 +291,12 @@ def test_norm_errors():
         for args in [(INF,), (-INF, 1), (-1, -2), (INF, (0, 1)), (INF, (2, 1)), (-0.5,), (-1.2345678, 0), ("nuc",),
                      ("abc", 0), ("fro", (0, 1, 2)), ("nuc", (0, 0)), ("nuc", 1), (2, (0, 0))]:
             check_parity(lambda: m.norm(*args), lambda: t.norm(*args))
-    m, t = make_pair(np.ones((2, 3), np.float64))
-    assert_same_error(lambda: m.norm(dtype=mg.float32), lambda: t.norm(dtype=torch.float32))
-    assert_same_error(lambda: m.norm(dtype=mg.int64), lambda: t.norm(dtype=torch.int64))
+    for shape in [(2, 3), (0,), (2, 0)]:
+        m, t = make_pair(np.ones(shape, np.float64))
+        for p in [2, INF, -1]:
+            for kw in [{}, dict(dim=5), dict(dim=(0, 0)), dict(dim=-1)]:
+                for dtype in ["float32", "int64"]:
+                    check_parity(lambda: m.norm(p, dtype=dt(dtype, mg), **kw), lambda: t.norm(p, dtype=dt(dtype, torch), **kw))
 
 
 # ----- logsumexp -----

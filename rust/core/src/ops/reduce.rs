@@ -362,25 +362,13 @@ pub fn fmt_g(v: f64) -> String {
 /// orders and for 'fro' over at most two dims.
 pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let name = ReduceOp::Norm.name();
+    // torch's order: input dtype, orders without an identity on empty input, dtype=, dims.
     if !x.dtype().is_floating() {
         return Err(Error::Runtime(format!(
             "{}: Expected a floating point or complex tensor as input. Got {}",
             name,
             x.dtype().scalar_type_name()
         )));
-    }
-    if let Some(d) = dtype {
-        if !d.is_floating() {
-            return Err(Error::Runtime(format!("{}: dtype should be floating point or complex, but got {}", name, d.scalar_type_name())));
-        }
-        if d < x.dtype() {
-            return Err(Error::Runtime(format!(
-                "{}: the dtype of the input ({}) should be convertible without narrowing to the specified dtype ({})",
-                name,
-                x.dtype().scalar_type_name(),
-                d.scalar_type_name()
-            )));
-        }
     }
     if x.numel() == 0 && (ord < 0.0 || ord == f64::INFINITY) {
         match dims {
@@ -403,6 +391,19 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dt
                     fmt_g(ord)
                 )))
             }
+        }
+    }
+    if let Some(d) = dtype {
+        if !d.is_floating() {
+            return Err(Error::Runtime(format!("{}: dtype should be floating point or complex, but got {}", name, d.scalar_type_name())));
+        }
+        if d < x.dtype() {
+            return Err(Error::Runtime(format!(
+                "{}: the dtype of the input ({}) should be convertible without narrowing to the specified dtype ({})",
+                name,
+                x.dtype().scalar_type_name(),
+                d.scalar_type_name()
+            )));
         }
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
