@@ -235,6 +235,8 @@ def _softmax(self, name, dim, dtype, log):
 
 
 class ReductionMethods:
+    # `minigrad.return_types`, like torch.return_types (exported through _functions).
+    MODULE_FUNCTIONS = {"return_types": return_types}
     FUNCTIONS = (
         "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
         "norm", "logsumexp", "all", "any", "count_nonzero", "softmax", "log_softmax",
