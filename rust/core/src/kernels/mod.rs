@@ -7,6 +7,8 @@ pub mod gather;
 pub mod index;
 pub mod matmul;
 pub mod reduce;
+pub mod reducers;
+pub mod softmax;
 pub mod iter;
 pub mod parallel;
 

@@ -1,0 +1,190 @@
+//! softmax and log_softmax along one dim of a contiguous tensor viewed as [outer, n, inner].
+//!
+//! Each slice along the dim is independent: shift by its max (NaN-propagating, so a NaN makes
+//! the slice NaN as in torch), exponentiate once in the element type, sum in f64, then scale. With `inner == 1`
+//! slices are contiguous rows; otherwise a block of `inner` positions is processed together,
+//! reading memory row by row.
+
+use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use crate::element::{Element, FloatElement};
+use rayon::prelude::*;
+
+/// Positions along `inner` handled together (their maxima and sums live on the stack).
+const COLS: usize = 256;
+
+#[inline(always)]
+fn wide<T: FloatElement>(x: T) -> f64 {
+    Element::to_f64(x)
+}
+
+/// NaN-propagating max (a NaN anywhere in a slice makes the whole slice NaN, as in torch).
+#[inline(always)]
+fn max_nan<T: FloatElement>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::nan()
+    } else if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// One contiguous slice of length `n`: exp(x - max) is computed once, stored, then scaled.
+///
+/// # Safety
+/// `src` and `dst` each point to `n` elements; they do not overlap.
+unsafe fn row<T: FloatElement>(src: *const T, dst: *mut T, n: usize, log: bool) {
+    // SAFETY: the caller's contract.
+    let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
+    let max = xs.iter().fold(T::neg_infinity(), |m, &x| max_nan(m, x));
+    if log {
+        let sum: f64 = xs.iter().map(|&x| wide((x - max).exp())).sum();
+        let shift = wide(max) + sum.ln();
+        for (y, &x) in ys.iter_mut().zip(xs) {
+            *y = <T as Element>::from_f64(wide(x) - shift);
+        }
+    } else {
+        let mut sum = 0.0f64;
+        for (y, &x) in ys.iter_mut().zip(xs) {
+            *y = (x - max).exp();
+            sum += wide(*y);
+        }
+        let inv = 1.0 / sum;
+        for y in ys.iter_mut() {
+            *y = <T as Element>::from_f64(wide(*y) * inv);
+        }
+    }
+}
+
+/// Positions `j0..j1` of the inner dim of one outer index (`base` = its first element).
+///
+/// # Safety
+/// `src`/`dst` + `base` start `n * inner` elements each; they do not overlap; `j1 - j0 <= COLS`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn columns<T: FloatElement>(src: *const T, dst: *mut T, n: usize, inner: usize, base: usize, j0: usize, j1: usize, log: bool) {
+    let w = j1 - j0;
+    let mut max = [T::neg_infinity(); COLS];
+    let mut sum = [0.0f64; COLS];
+    // SAFETY (each slice below): row d of this outer index, positions j0..j1, inside the
+    // buffers; dst does not overlap src.
+    let xs = |d: usize| std::slice::from_raw_parts(src.add(base + d * inner + j0), w);
+    let ys = |d: usize| std::slice::from_raw_parts_mut(dst.add(base + d * inner + j0), w);
+    for d in 0..n {
+        for (m, &x) in max[..w].iter_mut().zip(xs(d)) {
+            *m = max_nan(*m, x);
+        }
+    }
+    for d in 0..n {
+        if log {
+            for ((s, &m), &x) in sum[..w].iter_mut().zip(&max[..w]).zip(xs(d)) {
+                *s += wide((x - m).exp());
+            }
+        } else {
+            for (((s, &m), &x), y) in sum[..w].iter_mut().zip(&max[..w]).zip(xs(d)).zip(ys(d)) {
+                *y = (x - m).exp();
+                *s += wide(*y);
+            }
+        }
+    }
+    if log {
+        let mut shift = [0.0f64; COLS];
+        for ((sh, &m), &s) in shift[..w].iter_mut().zip(&max[..w]).zip(&sum[..w]) {
+            *sh = wide(m) + s.ln();
+        }
+        for d in 0..n {
+            for ((y, &x), &sh) in ys(d).iter_mut().zip(xs(d)).zip(&shift[..w]) {
+                *y = <T as Element>::from_f64(wide(x) - sh);
+            }
+        }
+    } else {
+        for s in sum[..w].iter_mut() {
+            *s = 1.0 / *s;
+        }
+        for d in 0..n {
+            for (y, &inv) in ys(d).iter_mut().zip(&sum[..w]) {
+                *y = <T as Element>::from_f64(wide(*y) * inv);
+            }
+        }
+    }
+}
+
+/// softmax (or log_softmax) of contiguous `src` into contiguous `dst`, both `outer * n * inner`.
+///
+/// # Safety
+/// `src` and `dst` point to `outer * n * inner` elements each, and do not overlap.
+pub unsafe fn softmax<T: FloatElement>(src: *const T, dst: *mut T, outer: usize, n: usize, inner: usize, log: bool) {
+    let total = outer * n * inner;
+    if total == 0 {
+        return;
+    }
+    let (s, d) = (SendPtr(src as *mut T), SendPtr(dst));
+    let parallel = total >= PAR_MIN_ELEMS && rayon::current_num_threads() > 1;
+    if inner == 1 {
+        let per = (GRAIN / n).max(1);
+        let task = |t: usize| {
+            for o in t * per..((t + 1) * per).min(outer) {
+                // SAFETY: row o of the caller's buffers; tasks own disjoint rows of dst.
+                row(s.get().add(o * n) as *const T, d.get().add(o * n), n, log);
+            }
+        };
+        let tasks = outer.div_ceil(per);
+        if parallel { (0..tasks).into_par_iter().for_each(task) } else { (0..tasks).for_each(task) }
+        return;
+    }
+    let blocks = inner.div_ceil(COLS);
+    let task = |t: usize| {
+        let (o, b) = (t / blocks, t % blocks);
+        let j0 = b * COLS;
+        // SAFETY: outer index o, columns j0..j0+COLS clamped to inner; tasks own disjoint
+        // (o, column block) parts of dst.
+        columns(s.get() as *const T, d.get(), n, inner, o * n * inner, j0, (j0 + COLS).min(inner), log);
+    };
+    let tasks = outer * blocks;
+    if parallel { (0..tasks).into_par_iter().for_each(task) } else { (0..tasks).for_each(task) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(x: &[f64]) -> Vec<f64> {
+        let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = x.iter().map(|v| (v - m).exp()).sum();
+        x.iter().map(|v| (v - m).exp() / s).collect()
+    }
+
+    #[test]
+    fn rows_and_columns_agree_with_a_naive_softmax() {
+        // [2, 3, 4] along dim 1: inner = 4 (column path); transposed copy gives the row path.
+        let x: Vec<f64> = (0..24).map(|i| ((i * 7) % 11) as f64 * 0.3 - 1.0).collect();
+        let mut y = vec![0.0; 24];
+        // SAFETY: x and y hold 2*3*4 elements each.
+        unsafe { softmax(x.as_ptr(), y.as_mut_ptr(), 2, 3, 4, false) };
+        for o in 0..2 {
+            for j in 0..4 {
+                let col: Vec<f64> = (0..3).map(|d| x[o * 12 + d * 4 + j]).collect();
+                let want = naive(&col);
+                for d in 0..3 {
+                    assert!((y[o * 12 + d * 4 + j] - want[d]).abs() < 1e-15);
+                }
+            }
+        }
+        let mut r = vec![0.0; 3];
+        // SAFETY: 3 elements each.
+        unsafe { softmax(x[..3].as_ptr(), r.as_mut_ptr(), 1, 3, 1, true) };
+        let want = naive(&x[..3]);
+        for d in 0..3 {
+            assert!((r[d] - want[d].ln()).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn nan_poisons_its_slice_only() {
+        let x = [1.0f32, f32::NAN, 2.0, 3.0];
+        let mut y = [0.0f32; 4];
+        // SAFETY: 4 elements each.
+        unsafe { softmax(x.as_ptr(), y.as_mut_ptr(), 2, 2, 1, false) };
+        assert!(y[0].is_nan() && y[1].is_nan());
+        assert!((y[2] + y[3] - 1.0).abs() < 1e-6);
+    }
+}
