@@ -9,7 +9,13 @@ __all__ = []
 
 
 def _forward(name):
-    def function(input, *args, **kwargs):
+    def function(*args, **kwargs):
+        if args:
+            input, args = args[0], args[1:]
+        elif "input" in kwargs:
+            input = kwargs.pop("input")
+        else:
+            raise TypeError(f"{name}() missing 1 required positional argument: 'input'")
         return getattr(input, name)(*args, **kwargs)
 
     function.__name__ = name

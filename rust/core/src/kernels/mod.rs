@@ -5,12 +5,12 @@ pub mod elementwise;
 pub mod fill;
 pub mod gather;
 pub mod index;
+pub mod iter;
 pub mod matmul;
+pub mod parallel;
 pub mod reduce;
 pub mod reducers;
 pub mod softmax;
-pub mod iter;
-pub mod parallel;
 
 use crate::element::Element;
 use crate::tensor::Tensor;

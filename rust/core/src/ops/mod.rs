@@ -4,6 +4,8 @@
 
 pub mod advanced;
 pub mod binary;
+pub mod copy;
+pub mod creation;
 pub mod gather;
 pub mod index;
 pub mod iter_layout;
@@ -11,8 +13,6 @@ pub mod join;
 pub mod linalg;
 pub mod mask;
 pub mod reduce;
-pub mod copy;
-pub mod creation;
 pub mod unary;
 pub mod views;
 pub mod write;
