@@ -12,6 +12,26 @@ pub struct Plan<const N: usize> {
     shape: Vec<usize>,
     strides: [Vec<isize>; N],
     offsets: [isize; N],
+    /// Operand 0 (the destination) may name one element twice (torch allows writing such
+    /// "too hard to prove" layouts): such plans run on one thread so no two tasks race.
+    serial: bool,
+}
+
+/// True when no two indices of (shape, strides) can reach the same element: sorted by stride,
+/// every stride steps over everything the smaller ones cover. A sufficient test, not a
+/// necessary one: layouts that fail it are only assumed to overlap.
+fn provably_distinct(shape: &[usize], strides: &[isize]) -> bool {
+    let mut dims: Vec<(usize, isize)> =
+        shape.iter().zip(strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.abs())).collect();
+    dims.sort_by_key(|&(_, st)| st);
+    let mut covered: isize = 1;
+    for (s, st) in dims {
+        if st < covered {
+            return false;
+        }
+        covered = st * s as isize;
+    }
+    true
 }
 
 impl<const N: usize> Plan<N> {
@@ -48,7 +68,8 @@ impl<const N: usize> Plan<N> {
                 out_strides[k].push(1);
             }
         }
-        Plan { shape: out_shape, strides: out_strides, offsets: offsets.map(|o| o as isize) }
+        let serial = !provably_distinct(&out_shape, &out_strides[0]);
+        Plan { shape: out_shape, strides: out_strides, offsets: offsets.map(|o| o as isize), serial }
     }
 
     pub fn numel(&self) -> usize {
@@ -114,7 +135,8 @@ impl<const N: usize> Plan<N> {
     /// Runs `f` over every run, in parallel chunks when the op is large.
     pub fn for_each_run(&self, f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
         let n = self.numel();
-        for_chunks(n, PAR_MIN_ELEMS, |s, e| self.runs(s, e, &f));
+        let min_par = if self.serial { usize::MAX } else { PAR_MIN_ELEMS };
+        for_chunks(n, min_par, |s, e| self.runs(s, e, &f));
     }
 }
 
@@ -166,6 +188,17 @@ mod tests {
             }
         }
         assert_eq!(all, want);
+    }
+
+    #[test]
+    fn interleaved_destinations_run_serially() {
+        // (2,2) with strides (9,12): distinct elements, but not provably so by sorting.
+        let p: Plan<1> = Plan::new(&[2, 2], [&[9, 12]], [0]);
+        assert!(p.serial);
+        let p: Plan<1> = Plan::new(&[4, 5], [&[1, 4]], [0]);
+        assert!(!p.serial);
+        assert!(provably_distinct(&[3, 4], &[4, 1]));
+        assert!(!provably_distinct(&[3, 2], &[1, 1]));
     }
 
     #[test]
