@@ -491,6 +491,7 @@ pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::views;
 
     fn ar(n: usize, shape: &[usize]) -> Tensor {
         Tensor::from_vec((0..n).map(|v| v as f32).collect::<Vec<_>>(), shape).unwrap()
