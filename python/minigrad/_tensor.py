@@ -263,7 +263,7 @@ class Tensor(*MIXINS, _C.TensorBase):
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self.dim() == 0 and spec:
+        if self.dim() == 0 and type(self) is Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
