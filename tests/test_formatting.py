@@ -123,7 +123,7 @@ def test_set_printoptions(opts, pair):
     torch.set_printoptions(**opts)
     mg.set_printoptions(**opts)
     try:
-        assert mg.get_printoptions() == torch._tensor_str.get_printoptions()
+        assert mg._formatting.get_printoptions() == torch._tensor_str.get_printoptions()
         check(m, t)
         big = np.linspace(-5, 5, 1200).reshape(40, 30)
         check(mg.from_numpy(big.copy()), torch.from_numpy(big.copy()))
@@ -133,10 +133,10 @@ def test_set_printoptions(opts, pair):
 
 
 def test_printoptions_context_restores():
-    before = mg.get_printoptions()
-    with mg.printoptions(precision=1):
+    before = mg._formatting.get_printoptions()
+    with mg._formatting.printoptions(precision=1):
         assert repr(mg.tensor([1.25])) == "tensor([1.2])"
-    assert mg.get_printoptions() == before
+    assert mg._formatting.get_printoptions() == before
 
 
 def test_format_of_zero_dim_tensor_is_the_item():

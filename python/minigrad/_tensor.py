@@ -14,11 +14,12 @@ from ._formatting import tensor_repr
 from ._mixins import MIXINS
 
 # name -> kernel op name, for ops with an in-place `_` variant and a module-level function.
+# (silu and gelu are kernels of `_C.unary` too, but torch has them only in nn.functional.)
 UNARY_OPS = {
     "neg": "neg", "negative": "neg", "abs": "abs", "absolute": "abs", "sign": "sign",
     "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
     "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
-    "relu": "relu", "silu": "silu", "reciprocal": "reciprocal", "floor": "floor",
+    "relu": "relu", "reciprocal": "reciprocal", "floor": "floor",
     "ceil": "ceil", "round": "round", "trunc": "trunc", "logical_not": "logical_not",
     "bitwise_not": "bitwise_not",
 }
@@ -53,6 +54,8 @@ def _unary_method(name, op):
 
 def _binary_method(name, op):
     def method(self, other):
+        if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         return _C.binary(self, other, op)
 
     def method_(self, other):
@@ -62,11 +65,20 @@ def _binary_method(name, op):
     return method, method_
 
 
+# Binary ops torch has no in-place method for.
+NO_INPLACE = {"maximum", "minimum"}
+# Binary ops whose `other` must be a tensor (no Python numbers).
+TENSOR_OTHER = {"maximum", "minimum"}
+
+
 def _operator(op):
     def forward(self, other):
         return _C.binary(self, other, op)
 
     def reflected(self, other):
+        if op == "div":
+            # torch computes `number / x` as `x.reciprocal() * number`
+            return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
         return _C.binary(other, self, op)
 
     def inplace(self, other):
@@ -103,13 +115,22 @@ class Tensor(*MIXINS, _C.TensorBase):
     divide, divide_ = div, div_
 
     def logical_and(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_and")
+        return _C.binary(self.bool(), _as_bool(other, "logical_and"), "bitwise_and")
 
     def logical_or(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_or")
+        return _C.binary(self.bool(), _as_bool(other, "logical_or"), "bitwise_or")
 
     def logical_xor(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_xor")
+        return _C.binary(self.bool(), _as_bool(other, "logical_xor"), "bitwise_xor")
+
+    def logical_and_(self, other):
+        return self.copy_(self.logical_and(other))
+
+    def logical_or_(self, other):
+        return self.copy_(self.logical_or(other))
+
+    def logical_xor_(self, other):
+        return self.copy_(self.logical_xor(other))
 
     def square(self):
         return _C.binary(self, self, "mul")
@@ -126,16 +147,16 @@ class Tensor(*MIXINS, _C.TensorBase):
     clip, clip_ = clamp, clamp_
 
     def clamp_min(self, min):
-        return _C.clamp(self, min, None)
+        return _C.clamp(self, min, None, False, "clamp_min")
 
     def clamp_min_(self, min):
-        return _C.clamp(self, min, None, True)
+        return _C.clamp(self, min, None, True, "clamp_min")
 
     def clamp_max(self, max):
-        return _C.clamp(self, None, max)
+        return _C.clamp(self, None, max, False, "clamp_max")
 
     def clamp_max_(self, max):
-        return _C.clamp(self, None, max, True)
+        return _C.clamp(self, None, max, True, "clamp_max")
 
     def where(self, condition, other):
         return _C.where(condition, self, other)
@@ -160,12 +181,6 @@ class Tensor(*MIXINS, _C.TensorBase):
 
     def normal_(self, mean=0.0, std=1.0):
         return _C.random_(self, "normal", float(mean), float(std))
-
-    def gelu(self, approximate="none"):
-        return _C.unary(self, _gelu_op(approximate))
-
-    def gelu_(self, approximate="none"):
-        return _C.unary_(self, _gelu_op(approximate))
 
     # ----- conversions -----
 
@@ -272,13 +287,19 @@ class Tensor(*MIXINS, _C.TensorBase):
     def __neg__(self):
         return _C.unary(self, "neg")
 
-    def __pos__(self):
+    def positive(self):
+        if self.dtype == _C.bool:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
+
+    __pos__ = positive
 
     def __abs__(self):
         return _C.unary(self, "abs")
 
     def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _C.unary(self, "bitwise_not")
 
     def __eq__(self, other):
@@ -324,16 +345,10 @@ def _div_op(rounding_mode):
     )
 
 
-def _gelu_op(approximate):
-    if approximate == "none":
-        return "gelu"
-    if approximate == "tanh":
-        return "gelu_tanh"
-    raise RuntimeError(f"approximate argument must be either none or tanh.")
-
-
-def _as_bool(x):
-    return x.bool() if isinstance(x, _C.TensorBase) else bool(x)
+def _as_bool(x, name):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(x).__name__}")
+    return x.bool()
 
 
 for _name, _op in UNARY_OPS.items():
@@ -344,7 +359,8 @@ for _name, _op in UNARY_OPS.items():
 for _name, _op in BINARY_OPS.items():
     _m, _m_ = _binary_method(_name, _op)
     setattr(Tensor, _name, _m)
-    setattr(Tensor, _name + "_", _m_)
+    if _name not in NO_INPLACE:
+        setattr(Tensor, _name + "_", _m_)
 
 for _name, _op in OPERATORS.items():
     _f, _r, _i = _operator(_op)

@@ -55,28 +55,17 @@ impl Layout {
         Some((lo, hi + 1))
     }
 
-    /// True when two different indices can name the same element (an expanded tensor, say).
-    /// Like torch, only zero strides on non-trivial dims are detected for sure; other cases are
-    /// checked by sorting strides (a non-overlapping-and-dense test).
+    /// torch's `has_internal_overlap(...) == MemOverlap::Yes`: a dim of size > 1 with stride 0 (an
+    /// expanded tensor). Writes into such a tensor are refused; other self-overlapping layouts
+    /// (`as_strided` with small strides) are "too hard" for torch and allowed, and so here.
     pub fn has_internal_overlap(&self) -> bool {
-        if self.is_contiguous() {
-            return false;
-        }
-        if self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0) {
-            return true;
-        }
-        // Sort dims by stride; each must step over everything the inner ones cover.
-        let mut dims: Vec<(usize, isize)> =
-            self.shape.iter().zip(&self.strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.abs())).collect();
-        dims.sort_by_key(|&(_, st)| st);
-        let mut covered: isize = 1;
-        for (s, st) in dims {
-            if st < covered {
-                return true;
-            }
-            covered = st * s as isize;
-        }
-        false
+        self.numel() > 0 && self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
+    }
+
+    /// True when two different indices may name the same element (any layout that is not provably
+    /// free of self-overlap). Kernels writing such a layout run on one thread.
+    pub fn may_self_overlap(&self) -> bool {
+        crate::kernels::elementwise::may_self_overlap(&self.shape, &self.strides)
     }
 
     // ----- view transformations (each returns the new layout, sharing storage) -----
@@ -441,6 +430,10 @@ mod tests {
         assert_eq!(e.strides, vec![0, 1, 0]);
         assert!(e.has_internal_overlap());
         assert!(!l.has_internal_overlap());
+        // overlapping as_strided: "too hard" for torch's check, but kernels must know
+        let o = Layout { shape: vec![2, 2], strides: vec![1, 1], offset: 0 };
+        assert!(!o.has_internal_overlap() && o.may_self_overlap());
+        assert!(!Layout::contiguous(&[3, 4]).transpose(0, 1).unwrap().may_self_overlap());
         assert!(l.expand(&[3, 2, 2]).is_err());
     }
 

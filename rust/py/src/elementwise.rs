@@ -6,7 +6,7 @@ use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::binary::{self as binops, BinaryOp};
 use minigrad_core::ops::unary::{self as unops, UnaryOp};
-use minigrad_core::ops::{copy, write, Arg};
+use minigrad_core::ops::{copy, Arg};
 use minigrad_core::{Error, Scalar, Tensor};
 use pyo3::prelude::*;
 
@@ -132,20 +132,80 @@ pub fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: 
     wrap(py, out)
 }
 
-fn opt_arg(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Arg>> {
+/// A clamp bound as torch's argument parser sees it.
+enum Bound_ {
+    None,
+    Tensor(Tensor),
+    Number(Scalar),
+}
+
+fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<Bound_> {
     match v {
-        None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) => Ok(Some(to_arg(o, name)?)),
+        None => Ok(Bound_::None),
+        Some(o) if o.is_none() => Ok(Bound_::None),
+        Some(o) => match to_arg(o, "clamp") {
+            Ok(Arg::Tensor(t)) => Ok(Bound_::Tensor(t)),
+            Ok(Arg::Scalar(s)) => Ok(Bound_::Number(s)),
+            Err(_) => Err(type_err(format!("clamp(): argument 'min' must be Tensor or Number, not {}", o.get_type().name()?))),
+        },
     }
 }
 
+/// `clamp`, `clamp_min`, `clamp_max` (and `_` forms). Like torch, tensor bounds (and None) pick
+/// the tensor overload; otherwise bounds are numbers, where a 0-d tensor counts as its value.
 #[pyfunction]
-#[pyo3(signature = (x, min=None, max=None, inplace=false))]
-pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool) -> PyResult<Py<PyAny>> {
-    let (lo, hi) = (opt_arg(min, "clamp")?, opt_arg(max, "clamp")?);
+#[pyo3(signature = (x, min=None, max=None, inplace=false, name="clamp"))]
+pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool, name: &str) -> PyResult<Py<PyAny>> {
+    let (lo, hi) = (clamp_bound(min)?, clamp_bound(max)?);
     let t = x.borrow().t.clone();
-    let out = run(py, t.numel(), move || binops::clamp(&t, lo.as_ref(), hi.as_ref(), inplace))?;
+    let is_tensor = |b: &Bound_| matches!(b, Bound_::Tensor(_));
+    let tensor_overload = (is_tensor(&lo) || is_tensor(&hi)) && !matches!(lo, Bound_::Number(_)) && !matches!(hi, Bound_::Number(_));
+    let out = if tensor_overload {
+        let as_t = |b: Bound_| match b {
+            Bound_::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let (lo, hi) = (as_t(lo), as_t(hi));
+        run(py, t.numel(), move || binops::clamp_tensor(&t, lo.as_ref(), hi.as_ref(), inplace))?
+    } else {
+        let mut kinds = Vec::new();
+        let mut as_s = |b: Bound_| -> PyResult<Option<Scalar>> {
+            match b {
+                Bound_::None => {
+                    kinds.push("NoneType");
+                    Ok(None)
+                }
+                Bound_::Number(s) => {
+                    kinds.push(match s { Scalar::Bool(_) => "bool", Scalar::Int(_) => "int", Scalar::Float(_) => "float" });
+                    Ok(Some(s))
+                }
+                Bound_::Tensor(t) if t.ndim() == 0 => {
+                    kinds.push("Tensor");
+                    Ok(Some(t.item().map_err(crate::errors::to_py)?))
+                }
+                Bound_::Tensor(_) => {
+                    kinds.push("Tensor!");
+                    Ok(None)
+                }
+            }
+        };
+        let (lo, hi) = (as_s(lo)?, as_s(hi)?);
+        if kinds.contains(&"Tensor!") {
+            // torch's argument-parser message for positional `x.clamp(lo, hi)`
+            let got: Vec<&str> = kinds.iter().map(|k| k.trim_end_matches('!')).collect();
+            let marked: Vec<String> = got.iter().map(|k| format!("!{}!", k)).collect();
+            let why = format!("      didn't match because some of the arguments have invalid types: ({})\n", marked.join(", "));
+            return Err(type_err(format!(
+                "{}{}() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor min = None, Tensor max = None)\n{} * (Number min = None, Number max = None)\n{}",
+                name,
+                if inplace { "_" } else { "" },
+                got.join(", "),
+                why,
+                why
+            )));
+        }
+        run(py, t.numel(), move || binops::clamp_scalar(&t, lo, hi, inplace))?
+    };
     if inplace {
         return Ok(x.clone().into_any().unbind());
     }
@@ -181,12 +241,7 @@ pub fn fill_(py: Python<'_>, x: &Bound<'_, TensorBase>, value: &Bound<'_, PyAny>
         }
     };
     let t = x.borrow().t.clone();
-    run(py, t.numel(), move || {
-        write::write(&t, &[], |_| {
-            minigrad_core::kernels::fill::fill(&t, v);
-            Ok(())
-        })
-    })?;
+    run(py, t.numel(), move || copy::fill_(&t, v))?;
     Ok(x.clone().into_any().unbind())
 }
 
@@ -203,30 +258,11 @@ pub fn copy_(py: Python<'_>, x: &Bound<'_, TensorBase>, src: &Bound<'_, PyAny>, 
     let _ = non_blocking;
     let s = match to_arg(src, "copy_")? {
         Arg::Tensor(t) => t,
-        Arg::Scalar(_) => return Err(type_err(format!("copy_(): argument 'src' (position 1) must be Tensor, not {}", src.get_type().name()?))),
+        // torch's parser turns a number into a 0-d tensor here
+        Arg::Scalar(s) => Tensor::scalar(s, s.wrapped_dtype()),
     };
     let t = x.borrow().t.clone();
-    run(py, t.numel(), move || {
-        let shape = minigrad_core::shape::broadcast_shapes(t.shape(), s.shape()).map_err(|_| {
-            Error::Runtime(format!(
-                "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension {}",
-                t.shape().last().copied().unwrap_or(1),
-                s.shape().last().copied().unwrap_or(1),
-                t.ndim().saturating_sub(1)
-            ))
-        })?;
-        if shape.as_slice() != t.shape() {
-            return Err(Error::Runtime(format!(
-                "output with shape {} doesn't match the broadcast shape {}",
-                minigrad_core::error::fmt_shape(t.shape()),
-                minigrad_core::error::fmt_shape(&shape)
-            )));
-        }
-        write::write(&t, &[&s], |reads| {
-            copy::copy_kernel(&t, &reads[0].0);
-            Ok(())
-        })
-    })?;
+    run(py, t.numel(), move || copy::copy_(&t, &s))?;
     Ok(x.clone().into_any().unbind())
 }
 

@@ -312,6 +312,17 @@ impl TensorBase {
         set_layout(slf, layout)
     }
 
+    fn swapaxes_(slf: &Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
+        Self::transpose_(slf, axis0, axis1)
+    }
+
+    #[pyo3(signature = (size, stride, storage_offset=None))]
+    fn as_strided_(slf: &Bound<'_, Self>, size: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>, storage_offset: Option<i64>) -> PyResult<Py<PyAny>> {
+        let (size, stride) = (int_list(size)?, int_list(stride)?);
+        let layout = with_t(slf, 0, |x| views::as_strided(x, &size, &stride, storage_offset))?.layout;
+        set_layout(slf, layout)
+    }
+
     #[pyo3(signature = (dim=None))]
     fn squeeze_(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let dims = match dim {

@@ -4,20 +4,50 @@
 //! pointer arithmetic. The `_inplace` variants read and write the same elements.
 //!
 //! # Safety (shared by every function here)
-//! Each `Arg` must describe `shape` elements inside its storage. The destination must have no
-//! internal overlap and must not overlap any input, except that in the `_inplace` variants the
-//! destination is also the first input. Storages must stay alive for the call (callers hold the
-//! tensors).
+//! Each `Arg` must describe `shape` elements inside its storage. The destination must not overlap
+//! any input, except that in the `_inplace` variants the destination is also the first input.
+//! Storages must stay alive for the call (callers hold the tensors). A destination whose elements
+//! may alias each other (torch allows writing an `as_strided` view with overlapping strides, and
+//! filling an expanded one) is written sequentially, in iteration order, never from two threads.
 
 use super::iter::Plan;
 use super::parallel::SendPtr;
 use super::Arg;
 use crate::element::Element;
 
+/// True unless the layout provably gives every index its own element: after dropping size-1
+/// dims and sorting by |stride|, each stride must step over everything the inner dims cover.
+pub fn may_self_overlap(shape: &[usize], strides: &[isize]) -> bool {
+    if shape.iter().any(|&s| s == 0) {
+        return false;
+    }
+    let mut dims: Vec<(usize, usize)> =
+        shape.iter().zip(strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.unsigned_abs())).collect();
+    dims.sort_by_key(|&(_, st)| st);
+    let mut covered: usize = 1;
+    for (s, st) in dims {
+        if st < covered {
+            return true;
+        }
+        covered = st * s;
+    }
+    false
+}
+
+/// Runs the plan's runs in parallel chunks, or in order on this thread when the destination
+/// (operand 0) may alias itself.
+fn drive<const N: usize>(plan: &Plan<N>, shape: &[usize], dst_strides: &[isize], f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
+    if may_self_overlap(shape, dst_strides) {
+        plan.runs(0, plan.numel(), f);
+    } else {
+        plan.for_each_run(f);
+    }
+}
+
 pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg<S>, f: impl Fn(S) -> D + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, src.strides], [dst.offset, src.offset]);
     let (d, s) = (SendPtr(dst.base), SendPtr(src.base));
-    plan.for_each_run(|o, len, st| {
+    drive(&plan, shape, dst.strides, |o, len, st| {
         let (d, s) = (d.get().offset(o[0]), s.get().offset(o[1]) as *const S);
         if st == [1, 1] {
             // SAFETY: contiguous runs inside their storages; dst does not overlap src (contract).
@@ -36,7 +66,7 @@ pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg
 pub unsafe fn map_inplace<T: Element>(shape: &[usize], dst: Arg<T>, f: impl Fn(T) -> T + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides], [dst.offset]);
     let d = SendPtr(dst.base);
-    plan.for_each_run(|o, len, st| {
+    drive(&plan, shape, dst.strides, |o, len, st| {
         let d = d.get().offset(o[0]);
         if st[0] == 1 {
             // SAFETY: a contiguous run of dst that only this task touches.
@@ -61,7 +91,7 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
 ) {
     let plan = Plan::new(shape, [dst.strides, a.strides, b.strides], [dst.offset, a.offset, b.offset]);
     let (d, pa, pb) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base));
-    plan.for_each_run(|o, len, st| {
+    drive(&plan, shape, dst.strides, |o, len, st| {
         let d = d.get().offset(o[0]);
         let a = pa.get().offset(o[1]) as *const A;
         let b = pb.get().offset(o[2]) as *const B;
@@ -91,7 +121,7 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
 pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, b: Arg<B>, f: impl Fn(T, B) -> T + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, b.strides], [dst.offset, b.offset]);
     let (d, pb) = (SendPtr(dst.base), SendPtr(b.base));
-    plan.for_each_run(|o, len, st| {
+    drive(&plan, shape, dst.strides, |o, len, st| {
         let d = d.get().offset(o[0]);
         let b = pb.get().offset(o[1]) as *const B;
         if st == [1, 1] {
@@ -128,7 +158,7 @@ pub unsafe fn zip3<A: Element, B: Element, C: Element, D: Element>(
         [dst.offset, a.offset, b.offset, c.offset],
     );
     let (d, pa, pb, pc) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base), SendPtr(c.base));
-    plan.for_each_run(|o, len, st| {
+    drive(&plan, shape, dst.strides, |o, len, st| {
         let d = d.get().offset(o[0]);
         let a = pa.get().offset(o[1]) as *const A;
         let b = pb.get().offset(o[2]) as *const B;
