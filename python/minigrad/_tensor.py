@@ -182,6 +182,30 @@ class Tensor(*MIXINS, _C.TensorBase):
     def normal_(self, mean=0.0, std=1.0):
         return _C.random_(self, "normal", float(mean), float(std))
 
+    # ----- transposes (properties, with torch's deprecation warnings) -----
+
+    @property
+    def T(self):
+        n = self.dim()
+        if n != 2 and n != 0:
+            _warn_once(
+                "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
+                "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+                "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+            )
+        if n == 0:
+            _warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+        return self.permute(tuple(range(n - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        if self.dim() == 0:
+            _warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
+            return self
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
     # ----- conversions -----
 
     @property
@@ -331,6 +355,18 @@ class Tensor(*MIXINS, _C.TensorBase):
 
     def __reduce_ex__(self, proto):
         raise TypeError("minigrad tensors are not picklable; use minigrad.save (safetensors)")
+
+
+_WARNED = set()
+
+
+def _warn_once(message):
+    """torch's TORCH_WARN_ONCE: a UserWarning the first time in the process."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _div_op(rounding_mode):

@@ -2,7 +2,7 @@
 //! transformation torch defines on them. Nothing here touches memory.
 
 use crate::error::{fmt_shape, Error, Result};
-use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert};
+use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert, wrap_dims};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -189,13 +189,7 @@ impl Layout {
         let n = self.ndim();
         let targets: Vec<usize> = match dims {
             None => (0..n).collect(),
-            Some(ds) => {
-                let mut v = Vec::new();
-                for &d in ds {
-                    v.push(wrap_dim(d, n)?);
-                }
-                v
-            }
+            Some(ds) => wrap_dims(ds, n)?,
         };
         let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
         for i in 0..n {
@@ -213,7 +207,7 @@ impl Layout {
         if sizes.len() < n {
             return Err(Error::Runtime(format!(
                 "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
-                fmt_shape(&self.shape).trim_matches(|c| c == '[' || c == ']'),
+                fmt_shape(&self.shape),
                 sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
                 sizes.len(),
                 n
@@ -224,35 +218,46 @@ impl Layout {
         let mut strides = vec![0isize; sizes.len()];
         for i in (0..sizes.len()).rev() {
             let want = sizes[i];
-            if i < lead {
-                if want < 0 {
+            // torch's inferExpandGeometry: a new leading dim first gets the stride that steps over
+            // the dims inside it (0 for a 0-d tensor), then 0 if its size differs from 1.
+            let (have, mut stride) = if i >= lead {
+                (self.shape[i - lead], self.strides[i - lead])
+            } else if n == 0 || i + 1 == sizes.len() {
+                (1, 0)
+            } else {
+                (1, shape[i + 1] as isize * strides[i + 1])
+            };
+            let mut size = have;
+            if want == -1 {
+                if i < lead {
                     return Err(Error::Runtime(format!(
                         "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {}",
                         i
                     )));
                 }
-                shape[i] = want as usize;
-                strides[i] = 0;
-                continue;
+            } else if want < 0 || want as usize != have {
+                if have != 1 {
+                    return Err(Error::Runtime(format!(
+                        "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: {}",
+                        want,
+                        have,
+                        i,
+                        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                        fmt_shape(&self.shape)
+                    )));
+                }
+                if want < 0 {
+                    return Err(Error::Runtime(format!(
+                        "Trying to create tensor with negative dimension {}: [{}]",
+                        want,
+                        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                size = want as usize;
+                stride = 0;
             }
-            let j = i - lead;
-            let have = self.shape[j];
-            if want == -1 || want as usize == have {
-                shape[i] = have;
-                strides[i] = self.strides[j];
-            } else if have == 1 && want >= 0 {
-                shape[i] = want as usize;
-                strides[i] = 0;
-            } else {
-                return Err(Error::Runtime(format!(
-                    "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: {}",
-                    want,
-                    have,
-                    i,
-                    sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
-                    fmt_shape(&self.shape)
-                )));
-            }
+            shape[i] = size;
+            strides[i] = stride;
         }
         Ok(Layout { shape, strides, offset: self.offset })
     }
@@ -261,11 +266,11 @@ impl Layout {
         if self.ndim() == 0 {
             return Err(Error::Runtime("narrow() cannot be applied to a 0-dim tensor.".into()));
         }
-        let d = wrap_dim(dim, self.ndim())?;
-        let size = self.shape[d] as i64;
         if length < 0 {
             return Err(Error::Runtime("narrow(): length must be non-negative.".into()));
         }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.shape[d] as i64;
         if start < -size || start > size {
             return Err(Error::Index(format!(
                 "start out of range (expected to be in range of [{}, {}], but got {})",
@@ -312,7 +317,7 @@ impl Layout {
                 "select(): index {} out of range for tensor of size {} at dimension {}",
                 index,
                 fmt_shape(&self.shape),
-                dim
+                d
             )));
         }
         let i = if index < 0 { index + size } else { index };
@@ -353,28 +358,25 @@ impl Layout {
         Ok(out)
     }
 
-    /// as_strided, bounds-checked against the storage size (in elements).
-    pub fn as_strided(size: &[i64], stride: &[i64], offset: i64, storage_len: usize) -> Result<Layout> {
+    /// as_strided, bounds-checked against the storage size (in elements), with torch's checks in
+    /// torch's order. `itemsize` and `storage_bytes` only word the out-of-bounds message.
+    pub fn as_strided(size: &[i64], stride: &[i64], offset: i64, storage_len: usize, itemsize: usize) -> Result<Layout> {
+        let list = |v: &[i64]| format!("[{}]", v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
         if size.len() != stride.len() {
-            return Err(Error::Runtime(format!(
-                "mismatch in length of strides and shape"
-            )));
+            return Err(Error::Runtime("mismatch in length of strides and shape".into()));
+        }
+        if stride.iter().any(|&s| s < 0) {
+            return Err(Error::Runtime(format!("as_strided: Negative strides are not supported at the moment, got strides: {}", list(stride))));
         }
         if offset < 0 {
             return Err(Error::Runtime(format!("Tensor: invalid storage offset {}", offset)));
         }
-        for &s in size {
-            if s < 0 {
-                return Err(Error::Runtime(format!(
-                    "Trying to create tensor with negative dimension {}: {:?}",
-                    s, size
-                )));
-            }
-        }
-        for &s in stride {
-            if s < 0 {
-                return Err(Error::Runtime("as_strided: Negative strides are not supported at the moment, got strides: ".to_string() + &format!("{:?}", stride)));
-            }
+        if size.iter().any(|&s| s < 0) {
+            return Err(Error::Runtime(format!(
+                "Storage size calculation overflowed with sizes={} and strides={}",
+                list(size),
+                list(stride)
+            )));
         }
         let layout = Layout {
             shape: size.iter().map(|&s| s as usize).collect(),
@@ -384,10 +386,13 @@ impl Layout {
         if let Some((_, hi)) = layout.extent() {
             if hi as usize > storage_len {
                 return Err(Error::Runtime(format!(
-                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {{ITEMSIZE}} requiring a storage size of {{NEED}} are out of bounds for storage of size {{HAVE}}",
-                    fmt_shape(&layout.shape),
-                    fmt_shape(&layout.strides.iter().map(|&s| s as usize).collect::<Vec<_>>()),
-                    offset
+                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+                    list(size),
+                    list(stride),
+                    offset,
+                    itemsize,
+                    hi as usize * itemsize,
+                    storage_len * itemsize
                 )));
             }
         }

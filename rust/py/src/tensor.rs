@@ -109,7 +109,11 @@ impl TensorBase {
         let _ = memory_format;
         self.t.is_contiguous()
     }
+    /// The address of the first element; 0 for a tensor with no elements, as in torch.
     fn data_ptr(&self) -> usize {
+        if self.t.numel() == 0 {
+            return 0;
+        }
         self.t.data_addr()
     }
     fn is_floating_point(&self) -> bool {
@@ -150,6 +154,9 @@ impl TensorBase {
                 return Err(pyo3::exceptions::PyNotImplementedError::new_err("view(dtype) with a different dtype is not supported by minigrad"));
             }
         }
+        if shape.is_empty() {
+            return Err(type_err("view() received an invalid combination of arguments - got (), but expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n"));
+        }
         let sizes = sizes_from_args(shape)?;
         let t = with_t(slf, 0, |x| views::view(x, &sizes))?;
         wrap_view(py, t, slf)
@@ -163,6 +170,7 @@ impl TensorBase {
 
     #[pyo3(signature = (*shape))]
     fn reshape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        missing_arg(shape, "reshape", "shape")?;
         let sizes = sizes_from_args(shape)?;
         reshape_impl(slf, &sizes)
     }
@@ -174,8 +182,12 @@ impl TensorBase {
 
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(slf: &Bound<'_, Self>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyAny>> {
-        let n = slf.borrow().t.numel();
+        let (n, nd) = (slf.borrow().t.numel(), slf.borrow().t.ndim());
         let t = with_t(slf, n, |x| views::flatten(x, start_dim, end_dim))?;
+        let wrap = |d: i64| minigrad_core::shape::wrap_dim(d, nd).ok();
+        if nd > 0 && wrap(start_dim) == wrap(end_dim) {
+            return Ok(slf.clone().into_any().unbind());
+        }
         wrap_maybe_view(slf, t)
     }
 
@@ -229,6 +241,7 @@ impl TensorBase {
 
     #[pyo3(signature = (*dims))]
     fn permute(slf: &Bound<'_, Self>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        missing_arg(dims, "permute", "dims")?;
         let dims = sizes_from_args(dims)?;
         let t = with_t(slf, 0, |x| views::permute(x, &dims))?;
         wrap_view(slf.py(), t, slf)
@@ -236,6 +249,7 @@ impl TensorBase {
 
     #[pyo3(signature = (*sizes))]
     fn expand(slf: &Bound<'_, Self>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        missing_arg(sizes, "expand", "size")?;
         let sizes = sizes_from_args(sizes)?;
         let t = with_t(slf, 0, |x| views::expand(x, &sizes))?;
         wrap_view(slf.py(), t, slf)
@@ -303,7 +317,10 @@ impl TensorBase {
     // ----- in-place view ops: change this tensor's layout, bump its version (R3) -----
 
     fn t_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let layout = slf.borrow().t.layout.t().map_err(crate::errors::to_py)?;
+        let layout = slf.borrow().t.layout.t().map_err(|e| crate::errors::to_py(match e {
+            minigrad_core::Error::Runtime(m) => minigrad_core::Error::Runtime(m.replacen("t()", "t_()", 1)),
+            other => other,
+        }))?;
         set_layout(slf, layout)
     }
 
@@ -359,11 +376,10 @@ impl TensorBase {
         wrap(slf.py(), t)
     }
 
-    /// Shares memory and the version counter (R7).
+    /// Shares memory and the version counter (R7); not a view (`_base` is None), as in torch.
     fn detach(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = slf.borrow().t.alias();
-        let base = slf.borrow().base.as_ref().map(|b| b.clone_ref(slf.py()));
-        crate::convert::wrap_with_base(slf.py(), t, base)
+        wrap(slf.py(), t)
     }
 
     fn detach_(slf: &Bound<'_, Self>) -> Py<PyAny> {
@@ -404,6 +420,14 @@ impl TensorBase {
         });
         nest(py, &flat, self.t.shape())
     }
+}
+
+/// torch's TypeError for a varargs method called with no arguments at all.
+fn missing_arg(args: &Bound<'_, PyTuple>, method: &str, arg: &str) -> PyResult<()> {
+    if args.is_empty() {
+        return Err(type_err(format!("{}() missing 1 required positional arguments: \"{}\"", method, arg)));
+    }
+    Ok(())
 }
 
 /// Builds nested lists from row-major values.
