@@ -176,10 +176,14 @@ class Tensor(*MIXINS, _C.TensorBase):
     def copy_(self, src, non_blocking=False):
         return _C.copy_(self, src, non_blocking)
 
-    def uniform_(self, from_=0.0, to=1.0):
+    def uniform_(self, from_=0, to=1, *, generator=None):
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
         return _C.random_(self, "uniform", float(from_), float(to))
 
-    def normal_(self, mean=0.0, std=1.0):
+    def normal_(self, mean=0, std=1, *, generator=None):
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         return _C.random_(self, "normal", float(mean), float(std))
 
     # ----- transposes (properties, with torch's deprecation warnings) -----
@@ -274,22 +278,28 @@ class Tensor(*MIXINS, _C.TensorBase):
         return self.reshape(()).tolist()
 
     def __bool__(self):
+        if self.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
         if self.numel() != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
-    def __float__(self):
+    def _python_scalar(self):
         if self.numel() != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
-        return float(self.item())
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
+    def __float__(self):
+        return float(self._python_scalar())
 
     def __int__(self):
-        if self.numel() != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
-        return int(self.item())
+        return int(self._python_scalar())
+
+    def __complex__(self):
+        return complex(self._python_scalar())
 
     def __index__(self):
-        if self.dtype.is_floating_point or self.dtype == _C.bool or self.numel() != 1:
+        if self.dtype.is_floating_point or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
