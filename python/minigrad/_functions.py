@@ -15,6 +15,8 @@ __all__ = []
 
 def _forward(name):
     def function(input, *args, **kwargs):
+        if not isinstance(input, _C.TensorBase):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)
 
     function.__name__ = name

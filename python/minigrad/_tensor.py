@@ -39,6 +39,11 @@ OPERATORS = {
 }
 
 
+def _named(f, name):
+    f.__name__, f.__qualname__ = name, f"Tensor.{name}"
+    return f
+
+
 def _unary_method(name, op):
     def method(self):
         return _C.unary(self, op)
@@ -46,7 +51,7 @@ def _unary_method(name, op):
     def method_(self):
         return _C.unary_(self, op)
 
-    method.__name__, method_.__name__ = name, name + "_"
+    _named(method, name), _named(method_, name + "_")
     method.__doc__ = f"Elementwise {name}; see torch.Tensor.{name}."
     method_.__doc__ = f"In-place {name}: writes into self through the one write path; bumps _version."
     return method, method_
@@ -56,19 +61,32 @@ def _binary_method(name, op):
     def method(self, other):
         if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
             raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-        return _C.binary(self, other, op)
+        return _C.binary(self, other, op, None, name)
 
     def method_(self, other):
-        return _C.binary_(self, other, op)
+        return _C.binary_(self, other, op, None, name + "_")
 
-    method.__name__, method_.__name__ = name, name + "_"
-    return method, method_
+    return _named(method, name), _named(method_, name + "_")
 
 
 # Binary ops torch has no in-place method for.
 NO_INPLACE = {"maximum", "minimum"}
 # Binary ops whose `other` must be a tensor (no Python numbers).
 TENSOR_OTHER = {"maximum", "minimum"}
+
+
+def _not_implemented_on_type_error(f):
+    """torch's operators answer NotImplemented to operands they cannot take, so Python can try the
+    other operand (and words the final TypeError itself)."""
+
+    def wrapper(self, other):
+        try:
+            return f(self, other)
+        except TypeError:
+            return NotImplemented
+
+    wrapper.__name__ = f.__name__
+    return wrapper
 
 
 def _operator(op):
@@ -84,7 +102,7 @@ def _operator(op):
     def inplace(self, other):
         return _C.binary_(self, other, op)
 
-    return forward, reflected, inplace
+    return tuple(_not_implemented_on_type_error(f) for f in (forward, reflected, inplace))
 
 
 class Tensor(*MIXINS, _C.TensorBase):
@@ -93,24 +111,24 @@ class Tensor(*MIXINS, _C.TensorBase):
     # ----- arithmetic with alpha / rounding_mode (not table-driven: extra arguments) -----
 
     def add(self, other, *, alpha=1):
-        return _C.binary(self, other, "add", alpha)
+        return _C.binary(self, other, "add", alpha, "add")
 
     def add_(self, other, *, alpha=1):
-        return _C.binary_(self, other, "add", alpha)
+        return _C.binary_(self, other, "add", alpha, "add_")
 
     def sub(self, other, *, alpha=1):
-        return _C.binary(self, other, "sub", alpha)
+        return _C.binary(self, other, "sub", alpha, "sub")
 
     def sub_(self, other, *, alpha=1):
-        return _C.binary_(self, other, "sub", alpha)
+        return _C.binary_(self, other, "sub", alpha, "sub_")
 
     subtract, subtract_ = sub, sub_
 
     def div(self, other, *, rounding_mode=None):
-        return _C.binary(self, other, _div_op(rounding_mode))
+        return _C.binary(self, other, _div_op(rounding_mode), None, "div")
 
     def div_(self, other, *, rounding_mode=None):
-        return _C.binary_(self, other, _div_op(rounding_mode))
+        return _C.binary_(self, other, _div_op(rounding_mode), None, "div_")
 
     divide, divide_ = div, div_
 
@@ -245,6 +263,8 @@ class Tensor(*MIXINS, _C.TensorBase):
         check_device(device if device is not None else "cuda")
 
     def type_as(self, other):
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         return _C.to_dtype_(self, other.dtype)
 
     def float(self):
@@ -336,27 +356,27 @@ class Tensor(*MIXINS, _C.TensorBase):
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _C.unary(self, "bitwise_not")
 
+    @_not_implemented_on_type_error
     def __eq__(self, other):
-        try:
-            return _C.binary(self, other, "eq")
-        except TypeError:
-            return NotImplemented
+        return _C.binary(self, other, "eq")
 
+    @_not_implemented_on_type_error
     def __ne__(self, other):
-        try:
-            return _C.binary(self, other, "ne")
-        except TypeError:
-            return NotImplemented
+        return _C.binary(self, other, "ne")
 
+    @_not_implemented_on_type_error
     def __lt__(self, other):
         return _C.binary(self, other, "lt")
 
+    @_not_implemented_on_type_error
     def __le__(self, other):
         return _C.binary(self, other, "le")
 
+    @_not_implemented_on_type_error
     def __gt__(self, other):
         return _C.binary(self, other, "gt")
 
+    @_not_implemented_on_type_error
     def __ge__(self, other):
         return _C.binary(self, other, "ge")
 
@@ -382,6 +402,12 @@ def _warn_once(message):
 def _div_op(rounding_mode):
     if rounding_mode is None:
         return "div"
+    if not isinstance(rounding_mode, str):
+        raise TypeError(
+            f"div() received an invalid combination of arguments - got (rounding_mode={type(rounding_mode).__name__}), "
+            "but expected one of:\n * (Tensor other)\n * (Tensor other, *, str rounding_mode)\n"
+            " * (Number other, *, str rounding_mode)\n"
+        )
     if rounding_mode == "floor":
         return "div_floor"
     if rounding_mode == "trunc":

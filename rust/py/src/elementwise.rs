@@ -90,33 +90,37 @@ pub fn unary_(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<P
     Ok(x.clone().into_any().unbind())
 }
 
-fn alpha_of(alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
+fn alpha_of(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Scalar>> {
     match alpha {
         None => Ok(None),
-        Some(a) => to_scalar(a)?.map(Some).ok_or_else(|| type_err("alpha must be a number")),
+        Some(a) => to_scalar(a)?
+            .map(Some)
+            .ok_or_else(|| type_err(format!("{}(): argument 'alpha' must be Number, not {}", name, a.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
     }
 }
 
 /// `op(a, b)` where either side may be a number (reflected operators pass the number first).
+/// `name` is the public name errors are worded with (`floor_divide`, not the kernel's name).
 #[pyfunction]
-#[pyo3(signature = (a, b, op, alpha=None))]
-pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-    let name = op;
+#[pyo3(signature = (a, b, op, alpha=None, name=None))]
+pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
+    let name = name.unwrap_or(op);
     let op = binary_op(op)?;
     let (x, y) = (to_arg(a, name)?, to_arg(b, name)?);
-    let alpha = alpha_of(alpha)?;
+    let alpha = alpha_of(alpha, name)?;
     let n = work(&x).max(work(&y));
     let out = run(py, n, move || binops::binary(op, &x, &y, alpha))?;
     wrap(py, out)
 }
 
 #[pyfunction]
-#[pyo3(signature = (a, b, op, alpha=None))]
-pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-    let name = op;
+#[pyo3(signature = (a, b, op, alpha=None, name=None))]
+pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
+    let name = name.map(|n| n.to_string()).unwrap_or_else(|| format!("{}_", op));
+    let name = name.as_str();
     let op = binary_op(op)?;
     let y = to_arg(b, name)?;
-    let alpha = alpha_of(alpha)?;
+    let alpha = alpha_of(alpha, name)?;
     let t = a.borrow().t.clone();
     run(py, t.numel(), move || binops::binary_(op, &t, &y, alpha))?;
     Ok(a.clone().into_any().unbind())
