@@ -247,6 +247,23 @@ def test_python_inplace_operators(sym, ops):
     check_inplace(lambda: f(ma, mb), lambda: f(ta, tb), ma, ta)
 
 
+@pytest.mark.parametrize("name", ["square", "positive", "logical_not"])
+@given(pair=pairs())
+def test_other_unary_methods(name, pair):
+    m, t = pair
+    check_parity(lambda: getattr(m, name)(), lambda: getattr(t, name)(), check_stride=True)
+    if hasattr(t, name + "_"):
+        check_inplace(lambda: getattr(m, name + "_")(), lambda: getattr(t, name + "_")(), m, t)
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+@given(ops=binary_operands(scalar_ok=False))
+def test_logical_binary(name, ops):
+    (ma, ta), (mb, tb) = ops
+    check_parity(lambda: getattr(ma, name)(mb), lambda: getattr(ta, name)(tb), check_stride=True)
+    check_inplace(lambda: getattr(ma, name + "_")(mb), lambda: getattr(ta, name + "_")(tb), ma, ta)
+
+
 @given(pair=pairs())
 def test_unary_operators(pair):
     m, t = pair
@@ -531,3 +548,29 @@ def test_unary_output_strides_and_clone(a):
               lambda x: x.to(torch.int32 if isinstance(x, torch.Tensor) else mg.int32), lambda x: x + 1,
               lambda x: x * 2.5, lambda x: x.abs(), lambda x: x.logical_not(), lambda x: x.relu() if x.dtype not in (mg.bool, torch.bool) else x.sign()):
         check_parity(lambda: f(m), lambda: f(t), check_stride=True)
+
+
+# ----- large tensors: the parallel kernels and the GIL-free path -----
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_large_tensors_match(dtype):
+    rng = np.random.default_rng(0)
+    arr = (rng.standard_normal((700, 600)) * 10).astype(dtype)
+    m, t = make_pair(arr, [("permute", (1, 0))])
+    other = (rng.standard_normal((600, 1)) * 10).astype(dtype)
+    mo, to = make_pair(other)
+    for f in (lambda x, y: x + y, lambda x, y: x * 2 - y, lambda x, y: (x > y), lambda x, y: x.abs(), lambda x, y: x.clone(),
+              lambda x, y: x.double(), lambda x, y: x.clamp(-3, 3), lambda x, y: x.where(x > 0, y)):
+        check_parity(lambda: f(m, mo), lambda: f(t, to), check_stride=True)
+    check_inplace(lambda: m.add_(mo), lambda: t.add_(to), m, t)
+    check_inplace(lambda: m.copy_(mo), lambda: t.copy_(to), m, t)
+    check_inplace(lambda: m.fill_(3), lambda: t.fill_(3), m, t)
+
+
+def test_large_write_into_self_overlapping_view():
+    """torch lets an as_strided view with overlapping strides be written ("too hard" to check); the
+    elements then see the writes in iteration order, which minigrad keeps single-threaded."""
+    m, t = mg.zeros(300_001), torch.zeros(300_001)
+    vm, vt = m.as_strided((300_000, 2), (1, 1)), t.as_strided((300_000, 2), (1, 1))
+    check_write_through_view(lambda: vm.add_(1), lambda: vt.add_(1), m, t)
+    check_write_through_view(lambda: vm.fill_(2), lambda: vt.fill_(2), m, t)

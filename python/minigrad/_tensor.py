@@ -151,10 +151,11 @@ class Tensor(*MIXINS, _C.TensorBase):
         return self.copy_(self.logical_xor(other))
 
     def square(self):
-        return _C.binary(self, self, "mul")
+        # torch's square is pow(self, 2): a bool tensor squares to int64
+        return _C.binary(self, 2, "pow", None, "square")
 
     def square_(self):
-        return _C.binary_(self, self, "mul")
+        return _C.binary_(self, 2, "pow", None, "square_")
 
     def clamp(self, min=None, max=None):
         return _C.clamp(self, min, max)

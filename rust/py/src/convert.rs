@@ -67,11 +67,11 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         return Ok(Some(Scalar::Bool(obj.extract()?)));
     }
     if obj.is_instance_of::<PyInt>() {
+        // (torch also takes [2**63, 2**64) as an unsigned scalar; minigrad refuses every int
+        // outside int64, with torch's error for the ones beyond that)
         return match obj.extract::<i64>() {
             Ok(v) => Ok(Some(Scalar::Int(v))),
-            Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "Overflow when unpacking long long"
-            ))),
+            Err(_) => Err(pyo3::exceptions::PyOverflowError::new_err("int too big to convert")),
         };
     }
     if obj.is_instance_of::<PyFloat>() {
@@ -216,6 +216,8 @@ pub fn sizes_from_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     sizes_arg(args, "size", "size")
 }
 
+/// `int_list_arg` without names for the messages (for op families that have not named theirs).
+#[allow(dead_code)]
 pub fn int_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     int_list_arg(obj, "size", "size", 1)
 }

@@ -137,19 +137,19 @@ pub fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: 
 }
 
 /// A clamp bound as torch's argument parser sees it.
-enum Bound_ {
+enum ClampBound {
     None,
     Tensor(Tensor),
     Number(Scalar),
 }
 
-fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<Bound_> {
+fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<ClampBound> {
     match v {
-        None => Ok(Bound_::None),
-        Some(o) if o.is_none() => Ok(Bound_::None),
+        None => Ok(ClampBound::None),
+        Some(o) if o.is_none() => Ok(ClampBound::None),
         Some(o) => match to_arg(o, "clamp") {
-            Ok(Arg::Tensor(t)) => Ok(Bound_::Tensor(t)),
-            Ok(Arg::Scalar(s)) => Ok(Bound_::Number(s)),
+            Ok(Arg::Tensor(t)) => Ok(ClampBound::Tensor(t)),
+            Ok(Arg::Scalar(s)) => Ok(ClampBound::Number(s)),
             Err(_) => Err(type_err(format!("clamp(): argument 'min' must be Tensor or Number, not {}", o.get_type().name()?))),
         },
     }
@@ -162,32 +162,32 @@ fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<Bound_> {
 pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool, name: &str) -> PyResult<Py<PyAny>> {
     let (lo, hi) = (clamp_bound(min)?, clamp_bound(max)?);
     let t = x.borrow().t.clone();
-    let is_tensor = |b: &Bound_| matches!(b, Bound_::Tensor(_));
-    let tensor_overload = (is_tensor(&lo) || is_tensor(&hi)) && !matches!(lo, Bound_::Number(_)) && !matches!(hi, Bound_::Number(_));
+    let is_tensor = |b: &ClampBound| matches!(b, ClampBound::Tensor(_));
+    let tensor_overload = (is_tensor(&lo) || is_tensor(&hi)) && !matches!(lo, ClampBound::Number(_)) && !matches!(hi, ClampBound::Number(_));
     let out = if tensor_overload {
-        let as_t = |b: Bound_| match b {
-            Bound_::Tensor(t) => Some(t),
+        let as_t = |b: ClampBound| match b {
+            ClampBound::Tensor(t) => Some(t),
             _ => None,
         };
         let (lo, hi) = (as_t(lo), as_t(hi));
         run(py, t.numel(), move || binops::clamp_tensor(&t, lo.as_ref(), hi.as_ref(), inplace))?
     } else {
         let mut kinds = Vec::new();
-        let mut as_s = |b: Bound_| -> PyResult<Option<Scalar>> {
+        let mut as_s = |b: ClampBound| -> PyResult<Option<Scalar>> {
             match b {
-                Bound_::None => {
+                ClampBound::None => {
                     kinds.push("NoneType");
                     Ok(None)
                 }
-                Bound_::Number(s) => {
+                ClampBound::Number(s) => {
                     kinds.push(match s { Scalar::Bool(_) => "bool", Scalar::Int(_) => "int", Scalar::Float(_) => "float" });
                     Ok(Some(s))
                 }
-                Bound_::Tensor(t) if t.ndim() == 0 => {
+                ClampBound::Tensor(t) if t.ndim() == 0 => {
                     kinds.push("Tensor");
                     Ok(Some(t.item().map_err(crate::errors::to_py)?))
                 }
-                Bound_::Tensor(_) => {
+                ClampBound::Tensor(_) => {
                     kinds.push("Tensor!");
                     Ok(None)
                 }

@@ -14,14 +14,15 @@ use std::sync::Arc;
 /// Keeps a storage alive for as long as a NumPy array borrows its memory.
 #[pyclass(module = "minigrad._C", frozen)]
 pub struct StorageOwner {
-    storage: Arc<Storage>,
+    /// Held only to keep the memory alive; never read.
+    _storage: Arc<Storage>,
 }
 
 /// `t.numpy()`: an ndarray over the tensor's own memory (writes are shared both ways).
 #[pyfunction]
 pub fn to_numpy(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
     let t = x.borrow().t.clone();
-    let owner = Bound::new(py, StorageOwner { storage: t.storage.clone() })?.into_any();
+    let owner = Bound::new(py, StorageOwner { _storage: t.storage.clone() })?.into_any();
     let shape = IxDyn(t.shape());
     // (an array without elements gets zero strides, as torch's numpy() gives it)
     let strides = IxDyn(&t.strides().iter().map(|&s| if t.numel() == 0 { 0 } else { s as usize }).collect::<Vec<_>>());

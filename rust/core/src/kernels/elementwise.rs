@@ -18,7 +18,7 @@ use crate::element::Element;
 /// True unless the layout provably gives every index its own element: after dropping size-1
 /// dims and sorting by |stride|, each stride must step over everything the inner dims cover.
 pub fn may_self_overlap(shape: &[usize], strides: &[isize]) -> bool {
-    if shape.iter().any(|&s| s == 0) {
+    if shape.contains(&0) {
         return false;
     }
     let mut dims: Vec<(usize, usize)> =

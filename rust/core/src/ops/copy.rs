@@ -18,7 +18,7 @@ pub fn copy_kernel(dst: &Tensor, src: &Tensor) {
     let strides = broadcast_strides(src, dst.shape());
     crate::dispatch!(dst.dtype(), D => crate::dispatch!(src.dtype(), S => {
         // SAFETY: both layouts lie inside their storages; dst does not overlap src (caller).
-        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, &strides), |x| D::cast_from(x)) }
+        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, &strides), D::cast_from) }
     }))
 }
 

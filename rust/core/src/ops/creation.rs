@@ -154,7 +154,7 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         return Err(Error::NotImplemented("\"arange_cpu\" not implemented for 'Bool'".into()));
     }
     let (ds, de, dst) = (start.to_f64(), end.to_f64(), step.to_f64());
-    if !(dst > 0.0 || dst < 0.0) {
+    if dst == 0.0 || dst.is_nan() {
         return Err(Error::Runtime("step must be nonzero".into()));
     }
     if !ds.is_finite() || !de.is_finite() {
