@@ -366,3 +366,16 @@ ERRORS = [
 def test_view_errors(i):
     f = ERRORS[i]
     assert_same_error(lambda: f(mg), lambda: f(torch))
+
+
+def test_size_behaves_like_torch_size():
+    m, t = mg.zeros(2, 3, 4).shape, torch.zeros(2, 3, 4).shape
+    for f in (lambda s: s[1:], lambda s: s + (5,), lambda s: (1,) + s, lambda s: s * 2, lambda s: 2 * s, lambda s: s[0],
+              lambda s: s == (2, 3, 4), lambda s: s.numel(), str, repr, lambda s: hash(s) == hash((2, 3, 4)), lambda s: s + [5]):
+        kind, rm, rt = run_both(lambda: f(m), lambda: f(t))
+        if kind == "ok":
+            assert type(rm).__name__ == type(rt).__name__ and normalize(rm) == normalize(rt)
+
+
+def normalize(v):
+    return v.replace("torch.", "minigrad.") if isinstance(v, str) else (tuple(v) if isinstance(v, tuple) else v)
