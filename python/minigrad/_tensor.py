@@ -133,22 +133,22 @@ class Tensor(*MIXINS, _C.TensorBase):
     divide, divide_ = div, div_
 
     def logical_and(self, other):
-        return _C.binary(self.bool(), _as_bool(other, "logical_and"), "bitwise_and")
+        return _C.binary(self, _tensor_other(other, "logical_and"), "logical_and")
 
     def logical_or(self, other):
-        return _C.binary(self.bool(), _as_bool(other, "logical_or"), "bitwise_or")
+        return _C.binary(self, _tensor_other(other, "logical_or"), "logical_or")
 
     def logical_xor(self, other):
-        return _C.binary(self.bool(), _as_bool(other, "logical_xor"), "bitwise_xor")
+        return _C.binary(self, _tensor_other(other, "logical_xor"), "logical_xor")
 
     def logical_and_(self, other):
-        return self.copy_(self.logical_and(other))
+        return _C.binary_(self, _tensor_other(other, "logical_and_"), "logical_and")
 
     def logical_or_(self, other):
-        return self.copy_(self.logical_or(other))
+        return _C.binary_(self, _tensor_other(other, "logical_or_"), "logical_or")
 
     def logical_xor_(self, other):
-        return self.copy_(self.logical_xor(other))
+        return _C.binary_(self, _tensor_other(other, "logical_xor_"), "logical_xor")
 
     def square(self):
         # torch's square is pow(self, 2): a bool tensor squares to int64
@@ -418,10 +418,10 @@ def _div_op(rounding_mode):
     )
 
 
-def _as_bool(x, name):
+def _tensor_other(x, name):
     if not isinstance(x, _C.TensorBase):
         raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(x).__name__}")
-    return x.bool()
+    return x
 
 
 for _name, _op in UNARY_OPS.items():

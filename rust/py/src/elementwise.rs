@@ -63,6 +63,9 @@ fn binary_op(name: &str) -> PyResult<BinaryOp> {
         "le" => Le,
         "gt" => Gt,
         "ge" => Ge,
+        "logical_and" => LogicalAnd,
+        "logical_or" => LogicalOr,
+        "logical_xor" => LogicalXor,
         _ => return Err(type_err(format!("unknown binary op {}", name))),
     })
 }

@@ -35,6 +35,9 @@ pub enum BinaryOp {
     Le,
     Gt,
     Ge,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
 }
 
 pub struct BinaryDef {
@@ -65,12 +68,17 @@ impl BinaryOp {
             Le => ("le", "NotImplemented"),
             Gt => ("gt", "NotImplemented"),
             Ge => ("ge", "NotImplemented"),
+            LogicalAnd => ("logical_and", "NotImplemented"),
+            LogicalOr => ("logical_or", "NotImplemented"),
+            LogicalXor => ("logical_xor", "NotImplemented"),
         };
         BinaryDef { name, node }
     }
 
+    /// Ops whose result is bool whatever they compute in (comparisons and the logical ops).
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+        use BinaryOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor)
     }
 
     /// Checks torch makes before anything else (sub refuses any bool operand).
@@ -92,7 +100,7 @@ impl BinaryOp {
         use BinaryOp::*;
         match self {
             Div if !common.is_floating() => (DType::Float32, DType::Float32),
-            Eq | Ne | Lt | Le | Gt | Ge => (common, DType::Bool),
+            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => (common, DType::Bool),
             _ => (common, common),
         }
     }
@@ -260,6 +268,9 @@ macro_rules! cmp_fn {
             BinaryOp::Le => { let $f = |a: $T, b: $T| a <= b; $body }
             BinaryOp::Gt => { let $f = |a: $T, b: $T| a > b; $body }
             BinaryOp::Ge => { let $f = |a: $T, b: $T| a >= b; $body }
+            BinaryOp::LogicalAnd => { let $f = |a: $T, b: $T| a.to_bool() && b.to_bool(); $body }
+            BinaryOp::LogicalOr => { let $f = |a: $T, b: $T| a.to_bool() || b.to_bool(); $body }
+            BinaryOp::LogicalXor => { let $f = |a: $T, b: $T| a.to_bool() != b.to_bool(); $body }
             _ => unreachable!(),
         }
     }};
