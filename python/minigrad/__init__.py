@@ -14,6 +14,7 @@ from ._creation import (
     zeros_like,
 )
 from ._device import device
+from ._formatting import set_printoptions
 from ._size import Size
 from ._tensor import Tensor
 from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)

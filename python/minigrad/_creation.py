@@ -1,44 +1,226 @@
 """Factory functions with torch's signatures: tensor, as_tensor, from_numpy, zeros/ones/full/empty
-(and their `_like` forms), arange, linspace, eye, rand, randn, randint, manual_seed."""
+(and their `_like` forms), arange, linspace, eye, rand, randn, randint, manual_seed.
+
+Argument checking follows torch's argument parser closely enough that the same mistakes raise the
+same exception types (and, for the common ones, the same words)."""
+
+import operator as _operator
+import warnings as _warnings
 
 import numpy as _np
 
 from . import _C
 from ._device import check_device
+from ._size import Size
+
+_NP_DTYPES = {
+    _np.dtype(_np.float32): _C.float32, _np.dtype(_np.float64): _C.float64, _np.dtype(_np.int64): _C.int64,
+    _np.dtype(_np.int32): _C.int32, _np.dtype(_np.bool_): _C.bool,
+}
+_TO_NP = {v: k for k, v in _NP_DTYPES.items()}
+_MAX_DIMS = 64
+_WARNED = set()
 
 
-def _ndarray_to_tensor(arr, dtype):
-    if not arr.flags.aligned or any(s < 0 for s in arr.strides):
-        arr = arr.copy()
-    if arr.dtype == _np.float16 or arr.dtype.kind in "uc":
-        raise TypeError(
-            f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported types are: "
-            "float64, float32, int64, int32, and bool."
+def _warn_once(message):
+    if message not in _WARNED:
+        _WARNED.add(message)
+        _warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _check_dtype(name, dtype):
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise TypeError(f"{name}(): argument 'dtype' must be minigrad.dtype, not {type(dtype).__name__}")
+    return dtype
+
+
+def _np_dtype_error(arr_dtype):
+    return TypeError(
+        f"can't convert np.ndarray of type numpy.{arr_dtype.type.__name__}. The only supported types are: "
+        "float64, float32, int64, int32, and bool."
+    )
+
+
+def _dtype_of_numpy(arr_dtype):
+    try:
+        return _NP_DTYPES[_np.dtype(arr_dtype)]
+    except KeyError:
+        raise _np_dtype_error(_np.dtype(arr_dtype)) from None
+
+
+# ----- tensor(data): torch's compute_sizes / infer_scalar_type / recursive_store -----
+
+def _is_sequence(obj):
+    """Python's PySequence_Check, with tensors treated as leaves (as torch's are)."""
+    if isinstance(obj, (dict, _C.TensorBase)):
+        return False
+    return hasattr(type(obj), "__getitem__") and not isinstance(obj, (int, float, complex, _np.generic))
+
+
+def _compute_sizes(seq):
+    sizes = []
+    while _is_sequence(seq):
+        n = len(seq)
+        sizes.append(n)
+        if len(sizes) > _MAX_DIMS:
+            raise ValueError(f"too many dimensions '{type(seq).__name__}'")
+        if n == 0:
+            break
+        seq = seq[0]
+    return sizes
+
+
+def _infer_dtype(obj):
+    if isinstance(obj, _C.TensorBase):
+        return obj.dtype
+    if isinstance(obj, (_np.generic, _np.ndarray)):
+        return _dtype_of_numpy(obj.dtype)
+    if isinstance(obj, bool):
+        return _C.bool
+    if isinstance(obj, int):
+        return _C.int64
+    if isinstance(obj, float):
+        return _C.float32
+    if isinstance(obj, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+    if _is_sequence(obj):
+        if len(obj) == 0:
+            return _C.float32
+        result = None
+        for item in obj:
+            if item is obj:
+                raise TypeError("new(): self-referential lists are incompatible")
+            d = _infer_dtype(item)
+            result = d if result is None else _promote(result, d)
+        return result
+    raise RuntimeError(f"Could not infer dtype of {type(obj).__name__}")
+
+
+_ORDER = [_C.bool, _C.int32, _C.int64, _C.float32, _C.float64]
+
+
+def _promote(a, b):
+    return _ORDER[max(_ORDER.index(a), _ORDER.index(b))]
+
+
+_INT_RANGE = {_C.int64: (-(2**63), 2**63 - 1, "int64"), _C.int32: (-(2**31), 2**31 - 1, "int32")}
+
+
+def _to_double(obj):
+    if isinstance(obj, float):
+        return obj
+    tp = type(obj)
+    if hasattr(tp, "__float__"):
+        return float(tp.__float__(obj))
+    if hasattr(tp, "__index__"):
+        return float(_operator.index(obj))
+    raise TypeError(f"must be real number, not {tp.__name__}")
+
+
+def _to_long(obj):
+    v = _operator.index(obj)
+    if not -(2**63) <= v < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
+def _store_scalar(obj, dtype):
+    """One leaf, converted as torch's store_scalar converts it."""
+    if dtype.is_floating_point:
+        return _to_double(obj)
+    if dtype == _C.bool:
+        return bool(obj) if isinstance(obj, float) else bool(_operator.index(obj))
+    lo, hi, name = _INT_RANGE[dtype]
+    if isinstance(obj, float):
+        if obj != obj or not lo <= obj <= hi:
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        return int(obj)
+    v = _to_long(obj)
+    if not lo <= v <= hi:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return v
+
+
+def _recursive_store(obj, sizes, dim, dtype, out):
+    if dim == len(sizes):
+        out.append(_store_scalar(obj, dtype))
+        return
+    n = sizes[dim]
+    try:
+        items = obj if isinstance(obj, (list, tuple)) else list(obj)
+    except TypeError:
+        raise TypeError("not a sequence") from None
+    if len(items) != n:
+        raise ValueError(f"expected sequence of length {n} at dim {dim} (got {len(items)})")
+    for item in items:
+        if isinstance(item, _np.ndarray):
+            _warn_once(
+                "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
+                "the list to a single numpy.ndarray with numpy.array() before converting to a tensor."
+            )
+        _recursive_store(item, sizes, dim + 1, dtype, out)
+
+
+def _from_python(data, dtype):
+    sizes = _compute_sizes(data)
+    dtype = _infer_dtype(data) if dtype is None else dtype
+    out = _C.empty(*sizes, dtype=dtype)
+    if out.numel():  # (torch reads no element at all when there is none to store)
+        flat = []
+        _recursive_store(data, sizes, 0, dtype, flat)
+        with _np.errstate(over="ignore"):
+            out.numpy()[...] = _np.array(flat, dtype=_TO_NP[dtype]).reshape(sizes)
+    return out
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False):
+    """Copies `data` (nested sequences of numbers or tensors, an ndarray, a number or a tensor)."""
+    _check_dtype("tensor", dtype)
+    check_device(device)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if isinstance(data, _C.TensorBase):
+        _warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than minigrad.tensor(sourceTensor).",
+            UserWarning, stacklevel=2,
         )
-    t = _C.from_numpy(arr)
-    return t if dtype is None else t.to(dtype)
+        out = data.detach().clone() if dtype is None else data.detach().to(dtype, copy=True)
+    elif isinstance(data, _np.ndarray):
+        out = _numpy_to_tensor(data).to(dtype or _data_dtype(data), copy=True)
+    elif isinstance(data, _np.generic):
+        out = _from_python(data.item(), dtype or _dtype_of_numpy(data.dtype))
+    else:
+        out = _from_python(data, dtype)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
-def tensor(data, *, dtype=None, device=None):
-    """Copies `data` (nested lists/tuples of numbers, an ndarray or a tensor) into a new tensor."""
-    check_device(device)
-    if isinstance(data, _C.TensorBase):
-        return data.to(dtype, copy=True) if dtype is not None else data.clone()
-    if isinstance(data, _np.ndarray):
-        return _ndarray_to_tensor(data, dtype).clone()
-    if isinstance(data, _np.generic):
-        return _ndarray_to_tensor(_np.asarray(data), dtype).clone()
-    return _C.tensor_from_data(data, dtype)
+def _data_dtype(arr):
+    return _dtype_of_numpy(arr.dtype)
 
 
-def as_tensor(data, dtype=None, device=None):
-    """Avoids a copy where it can: the same tensor, or an ndarray's memory shared."""
-    check_device(device)
-    if isinstance(data, _C.TensorBase):
-        return data if dtype is None else data.to(dtype)
-    if isinstance(data, _np.ndarray):
-        return _ndarray_to_tensor(data, dtype)
-    return tensor(data, dtype=dtype)
+# ----- NumPy -----
+
+def _numpy_to_tensor(arr):
+    """A tensor over the array's memory (torch's tensor_from_numpy)."""
+    dtype = _dtype_of_numpy(arr.dtype)
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+            "currently supported. (You can probably work around this by making a copy of your array  with "
+            "array.copy().) "
+        )
+    if any(s % arr.itemsize for s in arr.strides):
+        raise ValueError(
+            "given numpy array strides not a multiple of the element byte size. Copy the numpy array to "
+            "reallocate the memory."
+        )
+    if not arr.flags.aligned:
+        arr = arr.copy()
+    del dtype
+    return _C.from_numpy(arr)
 
 
 def from_numpy(ndarray):
@@ -46,100 +228,230 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, _np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     if not ndarray.flags.writeable:
-        import warnings
-
-        warnings.warn(
-            "The given NumPy array is not writable, and minigrad does not support non-writable "
-            "tensors. Writing to it through the tensor is undefined behaviour.",
-            UserWarning,
-            stacklevel=2,
+        _warn_once(
+            "The given NumPy array is not writable, and minigrad does not support non-writable tensors. This means "
+            "writing to this tensor will result in undefined behavior. You may want to copy the array to protect "
+            "its data or make it writable before converting it to a tensor. This type of warning will be suppressed "
+            "for the rest of this program."
         )
-    return _C.from_numpy(ndarray)
+    return _numpy_to_tensor(ndarray)
 
 
-def _size(size):
-    return size[0] if len(size) == 1 and not isinstance(size[0], int) else size
-
-
-def empty(*size, dtype=None, device=None):
+def as_tensor(data, dtype=None, device=None):
+    """Avoids a copy where it can: the same tensor, or an ndarray's memory shared."""
+    _check_dtype("as_tensor", dtype)
     check_device(device)
-    return _C.empty(*_size(size), dtype=dtype)
+    if isinstance(data, _C.TensorBase):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, _np.ndarray):
+        t = _numpy_to_tensor(data)
+        return t if dtype is None else t.to(dtype)
+    if isinstance(data, _np.generic):
+        return tensor(data, dtype=dtype)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    return _from_python(data, dtype)
 
 
-def zeros(*size, dtype=None, device=None):
+# ----- sizes -----
+
+def _is_int(x):
+    if isinstance(x, _C.TensorBase):
+        return x.dim() == 0 and not x.dtype.is_floating_point and x.dtype != _C.bool
+    return isinstance(x, int) or (hasattr(type(x), "__index__") and not isinstance(x, (float, _np.floating)))
+
+
+def _unpack_sizes(name, seq, start_pos):
+    out = []
+    for i, d in enumerate(seq):
+        if not _is_int(d):
+            raise TypeError(
+                f"{name}(): argument 'size' failed to unpack the object at pos {start_pos + i} with error "
+                f"\"type must be tuple of ints,but got {type(d).__name__}\""
+            )
+        out.append(_operator.index(d))
+    return tuple(out)
+
+
+def _parse_size(name, args, size=None):
+    """`f(2, 3)`, `f((2, 3))`, `f([2, 3])`, `f(size=(2, 3))`, as torch's parser reads a size."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list, Size)):
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        return _unpack_sizes(name, size, 1)
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    first = args[0]
+    if isinstance(first, (tuple, list, Size)):
+        if len(args) > 1:
+            raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
+        return _unpack_sizes(name, first, 1)
+    if len(args) == 1 and (isinstance(first, bool) or not _is_int(first)):
+        raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {type(first).__name__}")
+    return _unpack_sizes(name, args, 1)
+
+
+def _check_non_negative(name, shape):
+    if any(d < 0 for d in shape):
+        if name == "zeros":
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
+        bad = next(d for d in shape if d < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: [{', '.join(map(str, shape))}]")
+    return shape
+
+
+def _factory_size(name, args, size, dtype, device):
+    _check_dtype(name, dtype)
     check_device(device)
-    return _C.zeros(*_size(size), dtype=dtype)
+    return _check_non_negative(name, _parse_size(name, args, size))
 
 
-def ones(*size, dtype=None, device=None):
+# ----- constant factories -----
+
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _grad(_C.empty(*_factory_size("empty", args, size, dtype, device), dtype=dtype), requires_grad)
+
+
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _grad(_C.zeros(*_factory_size("zeros", args, size, dtype, device), dtype=dtype), requires_grad)
+
+
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
+    shape = _factory_size("ones", args, size, dtype, device)
+    return _grad(_C.full(shape, 1, dtype=dtype or _C.float32), requires_grad)
+
+
+def _fill_value(name, value):
+    if isinstance(value, _C.TensorBase):
+        if value.dim() != 0:
+            raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not Tensor")
+        return value.item()
+    if isinstance(value, (bool, int, float)) or isinstance(value, (_np.integer, _np.floating, _np.bool_)):
+        return value
+    raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    _check_dtype("full", dtype)
     check_device(device)
-    return _C.full(tuple(_size(size)), 1, dtype=dtype or _C.float32)
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    for i, d in enumerate(size):
+        if not _is_int(d):
+            raise TypeError(
+                f"full(): argument 'size' (position 1) must be tuple of ints, but found element of type "
+                f"{type(d).__name__} at pos {i}"
+            )
+    shape = _check_non_negative("full", tuple(_operator.index(d) for d in size))
+    return _grad(_C.full(shape, _fill_value("full", fill_value), dtype), requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None):
+def _like(name, input, dtype, device, fill=None):
+    """A new tensor with `input`'s shape and memory order (torch's preserve_format)."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    _check_dtype(name, dtype)
     check_device(device)
-    return _C.full(tuple(size) if not isinstance(size, int) else (size,), fill_value, dtype)
+    return _C.empty_like(input, dtype or input.dtype, fill)
 
 
-def empty_like(input, *, dtype=None, device=None):
-    return empty(*input.shape, dtype=dtype or input.dtype, device=device)
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_like("empty_like", input, dtype, device), requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None):
-    return zeros(*input.shape, dtype=dtype or input.dtype, device=device)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_like("zeros_like", input, dtype, device, 0), requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None):
-    return ones(*input.shape, dtype=dtype or input.dtype, device=device)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_like("ones_like", input, dtype, device, 1), requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None):
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_like("full_like", input, dtype, device, _fill_value("full_like", fill_value)), requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None):
-    return rand(*input.shape, dtype=dtype or input.dtype, device=device)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_C.random_(_like("rand_like", input, dtype, device), "uniform", 0.0, 1.0, True), requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None):
-    return randn(*input.shape, dtype=dtype or input.dtype, device=device)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _grad(_C.random_(_like("randn_like", input, dtype, device), "normal", 0.0, 1.0, True), requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None):
+def _grad(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# ----- ranges -----
+
+def _number(name, arg, value):
+    if isinstance(value, _C.TensorBase):
+        if value.numel() != 1:
+            raise RuntimeError(f"a Tensor with {value.numel()} elements cannot be converted to Scalar")
+        return value.item()
+    if isinstance(value, (bool, int, float)) or isinstance(value, (_np.integer, _np.floating, _np.bool_)):
+        return value.item() if isinstance(value, _np.generic) else value
+    raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg in ('end', 'start') else 3}) must be Number, not {type(value).__name__}")
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    _check_dtype("arange", dtype)
     check_device(device)
     if end is None:
-        start, end = 0, start
-    return _C.arange(start, end, step, dtype)
+        start, end = 0, _number("arange", "end", start)
+    else:
+        start, end = _number("arange", "start", start), _number("arange", "end", end)
+    return _grad(_C.arange(start, end, _number("arange", "step", step), dtype), requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    _check_dtype("linspace", dtype)
     check_device(device)
-    return _C.linspace(float(start), float(end), steps, dtype)
+    if isinstance(steps, bool) or not _is_int(steps):
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {type(steps).__name__}")
+    start, end = _number("linspace", "start", start), _number("linspace", "end", end)
+    return _grad(_C.linspace(start, end, _operator.index(steps), dtype), requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    _check_dtype("eye", dtype)
     check_device(device)
-    return _C.eye(n, m, dtype)
+    for arg, pos, v in (("n", 1, n), ("m", 2, m)):
+        if v is not None and (isinstance(v, bool) or not _is_int(v)):
+            raise TypeError(f"eye(): argument '{arg}' (position {pos}) must be int, not {type(v).__name__}")
+    return _grad(_C.eye(_operator.index(n), None if m is None else _operator.index(m), dtype), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, generator=None):
-    check_device(device)
-    return _C.rand(*_size(size), dtype=dtype)
+# ----- random -----
+
+def rand(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
+    return _grad(_C.rand(*_factory_size("rand", args, size, dtype, device), dtype=dtype), requires_grad)
 
 
-def randn(*size, dtype=None, device=None, generator=None):
-    check_device(device)
-    return _C.randn(*_size(size), dtype=dtype)
+def randn(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
+    return _grad(_C.randn(*_factory_size("randn", args, size, dtype, device), dtype=dtype), requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None):
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None, requires_grad=False):
     """randint(high, size) or randint(low, high, size), as torch."""
+    _check_dtype("randint", dtype)
     check_device(device)
     if size is None:
         low, high, size = 0, low, high
-    return _C.randint(low, high, tuple(size), dtype)
+    if size is None:
+        raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    shape = _check_non_negative("randint", _unpack_sizes("randint", size, 1))
+    return _grad(_C.randint(_operator.index(low), _operator.index(high), shape, dtype), requires_grad)
 
 
 def manual_seed(seed):
     """Seeds minigrad's generator (reproducible runs; not torch's random stream)."""
     _C.manual_seed(int(seed))
+

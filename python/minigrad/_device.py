@@ -1,4 +1,17 @@
-"""`minigrad.device`: where a tensor lives. This build computes on the CPU."""
+"""`minigrad.device`: where a tensor lives. This build computes on the CPU.
+
+Device strings are parsed as torch parses them (`type[:index]`, torch's list of device types),
+so a typo fails with torch's words; only "cpu" can hold tensors here."""
+
+import builtins
+import re
+
+# torch's device types, in the order its error message lists them
+_TYPES = (
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+    "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+)
+_PATTERN = re.compile(r"([a-zA-Z_]+)(?::([1-9]\d*|0))?")
 
 
 class device:
@@ -7,13 +20,31 @@ class device:
     def __init__(self, type, index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
-        if ":" in type:
-            type, idx = type.split(":", 1)
-            index = int(idx)
-        if type not in ("cpu", "cuda"):
-            raise RuntimeError(
-                "Expected one of cpu, cuda device type at start of device string: " + type
+        elif isinstance(type, int) and not isinstance(type, bool):
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
+            type, index = "cuda", type
+        elif not isinstance(type, str):
+            raise TypeError(
+                f"device() received an invalid combination of arguments - got ({builtins.type(type).__name__}), "
+                "but expected one of:\n"
+                " * (minigrad.device device)\n * (str type, int index = -1)\n"
             )
+        else:
+            m = _PATTERN.fullmatch(type)
+            if not m:
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            if m.group(1) not in _TYPES:
+                raise RuntimeError(
+                    f"Expected one of {', '.join(_TYPES)} device type at start of device string: {m.group(1)}"
+                )
+            if m.group(2) is not None:
+                if index is not None:
+                    raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
+                index = int(m.group(2))
+            type = m.group(1)
+        if index is not None and index < 0:
+            index = None
         self.type, self.index = type, index
 
     def __repr__(self):
@@ -25,8 +56,6 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
         return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
 
     def __hash__(self):
@@ -37,10 +66,11 @@ CPU = device("cpu")
 
 
 def check_device(dev):
-    """Accepts None/'cpu'; a CUDA device raises a clear error until the GPU backend exists."""
+    """Accepts None and CPU devices; any other (valid) device raises a clear error, as this build
+    has no GPU backend."""
     if dev is None:
         return CPU
-    d = device(dev) if not isinstance(dev, device) else dev
+    d = dev if isinstance(dev, device) else device(dev)
     if d.type != "cpu":
         raise RuntimeError(
             f"minigrad: device '{d}' is not available: this build runs on the CPU only "

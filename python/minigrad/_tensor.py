@@ -14,11 +14,12 @@ from ._formatting import tensor_repr
 from ._mixins import MIXINS
 
 # name -> kernel op name, for ops with an in-place `_` variant and a module-level function.
+# (silu and gelu are kernels of `_C.unary` too, but torch has them only in nn.functional.)
 UNARY_OPS = {
     "neg": "neg", "negative": "neg", "abs": "abs", "absolute": "abs", "sign": "sign",
     "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
     "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
-    "relu": "relu", "silu": "silu", "reciprocal": "reciprocal", "floor": "floor",
+    "relu": "relu", "reciprocal": "reciprocal", "floor": "floor",
     "ceil": "ceil", "round": "round", "trunc": "trunc", "logical_not": "logical_not",
     "bitwise_not": "bitwise_not",
 }
@@ -38,6 +39,11 @@ OPERATORS = {
 }
 
 
+def _named(f, name):
+    f.__name__, f.__qualname__ = name, f"Tensor.{name}"
+    return f
+
+
 def _unary_method(name, op):
     def method(self):
         return _C.unary(self, op)
@@ -45,7 +51,7 @@ def _unary_method(name, op):
     def method_(self):
         return _C.unary_(self, op)
 
-    method.__name__, method_.__name__ = name, name + "_"
+    _named(method, name), _named(method_, name + "_")
     method.__doc__ = f"Elementwise {name}; see torch.Tensor.{name}."
     method_.__doc__ = f"In-place {name}: writes into self through the one write path; bumps _version."
     return method, method_
@@ -53,13 +59,34 @@ def _unary_method(name, op):
 
 def _binary_method(name, op):
     def method(self, other):
-        return _C.binary(self, other, op)
+        if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return _C.binary(self, other, op, None, name)
 
     def method_(self, other):
-        return _C.binary_(self, other, op)
+        return _C.binary_(self, other, op, None, name + "_")
 
-    method.__name__, method_.__name__ = name, name + "_"
-    return method, method_
+    return _named(method, name), _named(method_, name + "_")
+
+
+# Binary ops torch has no in-place method for.
+NO_INPLACE = {"maximum", "minimum"}
+# Binary ops whose `other` must be a tensor (no Python numbers).
+TENSOR_OTHER = {"maximum", "minimum"}
+
+
+def _not_implemented_on_type_error(f):
+    """torch's operators answer NotImplemented to operands they cannot take, so Python can try the
+    other operand (and words the final TypeError itself)."""
+
+    def wrapper(self, other):
+        try:
+            return f(self, other)
+        except TypeError:
+            return NotImplemented
+
+    wrapper.__name__ = f.__name__
+    return wrapper
 
 
 def _operator(op):
@@ -67,12 +94,15 @@ def _operator(op):
         return _C.binary(self, other, op)
 
     def reflected(self, other):
+        if op == "div":
+            # torch computes `number / x` as `x.reciprocal() * number`
+            return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
         return _C.binary(other, self, op)
 
     def inplace(self, other):
         return _C.binary_(self, other, op)
 
-    return forward, reflected, inplace
+    return tuple(_not_implemented_on_type_error(f) for f in (forward, reflected, inplace))
 
 
 class Tensor(*MIXINS, _C.TensorBase):
@@ -81,41 +111,51 @@ class Tensor(*MIXINS, _C.TensorBase):
     # ----- arithmetic with alpha / rounding_mode (not table-driven: extra arguments) -----
 
     def add(self, other, *, alpha=1):
-        return _C.binary(self, other, "add", alpha)
+        return _C.binary(self, other, "add", alpha, "add")
 
     def add_(self, other, *, alpha=1):
-        return _C.binary_(self, other, "add", alpha)
+        return _C.binary_(self, other, "add", alpha, "add_")
 
     def sub(self, other, *, alpha=1):
-        return _C.binary(self, other, "sub", alpha)
+        return _C.binary(self, other, "sub", alpha, "sub")
 
     def sub_(self, other, *, alpha=1):
-        return _C.binary_(self, other, "sub", alpha)
+        return _C.binary_(self, other, "sub", alpha, "sub_")
 
     subtract, subtract_ = sub, sub_
 
     def div(self, other, *, rounding_mode=None):
-        return _C.binary(self, other, _div_op(rounding_mode))
+        return _C.binary(self, other, _div_op(rounding_mode), None, "div")
 
     def div_(self, other, *, rounding_mode=None):
-        return _C.binary_(self, other, _div_op(rounding_mode))
+        return _C.binary_(self, other, _div_op(rounding_mode), None, "div_")
 
     divide, divide_ = div, div_
 
     def logical_and(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_and")
+        return _C.binary(self, _tensor_other(other, "logical_and"), "logical_and")
 
     def logical_or(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_or")
+        return _C.binary(self, _tensor_other(other, "logical_or"), "logical_or")
 
     def logical_xor(self, other):
-        return _C.binary(self.bool(), _as_bool(other), "bitwise_xor")
+        return _C.binary(self, _tensor_other(other, "logical_xor"), "logical_xor")
+
+    def logical_and_(self, other):
+        return _C.binary_(self, _tensor_other(other, "logical_and_"), "logical_and")
+
+    def logical_or_(self, other):
+        return _C.binary_(self, _tensor_other(other, "logical_or_"), "logical_or")
+
+    def logical_xor_(self, other):
+        return _C.binary_(self, _tensor_other(other, "logical_xor_"), "logical_xor")
 
     def square(self):
-        return _C.binary(self, self, "mul")
+        # torch's square is pow(self, 2): a bool tensor squares to int64
+        return _C.binary(self, 2, "pow", None, "square")
 
     def square_(self):
-        return _C.binary_(self, self, "mul")
+        return _C.binary_(self, 2, "pow", None, "square_")
 
     def clamp(self, min=None, max=None):
         return _C.clamp(self, min, max)
@@ -126,16 +166,16 @@ class Tensor(*MIXINS, _C.TensorBase):
     clip, clip_ = clamp, clamp_
 
     def clamp_min(self, min):
-        return _C.clamp(self, min, None)
+        return _C.clamp(self, min, None, False, "clamp_min")
 
     def clamp_min_(self, min):
-        return _C.clamp(self, min, None, True)
+        return _C.clamp(self, min, None, True, "clamp_min")
 
     def clamp_max(self, max):
-        return _C.clamp(self, None, max)
+        return _C.clamp(self, None, max, False, "clamp_max")
 
     def clamp_max_(self, max):
-        return _C.clamp(self, None, max, True)
+        return _C.clamp(self, None, max, True, "clamp_max")
 
     def where(self, condition, other):
         return _C.where(condition, self, other)
@@ -155,17 +195,39 @@ class Tensor(*MIXINS, _C.TensorBase):
     def copy_(self, src, non_blocking=False):
         return _C.copy_(self, src, non_blocking)
 
-    def uniform_(self, from_=0.0, to=1.0):
+    def uniform_(self, from_=0, to=1, *, generator=None):
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
         return _C.random_(self, "uniform", float(from_), float(to))
 
-    def normal_(self, mean=0.0, std=1.0):
+    def normal_(self, mean=0, std=1, *, generator=None):
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         return _C.random_(self, "normal", float(mean), float(std))
 
-    def gelu(self, approximate="none"):
-        return _C.unary(self, _gelu_op(approximate))
+    # ----- transposes (properties, with torch's deprecation warnings) -----
 
-    def gelu_(self, approximate="none"):
-        return _C.unary_(self, _gelu_op(approximate))
+    @property
+    def T(self):
+        n = self.dim()
+        if n != 2 and n != 0:
+            _warn_once(
+                "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
+                "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+                "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+            )
+        if n == 0:
+            _warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+        return self.permute(tuple(range(n - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        if self.dim() == 0:
+            _warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
+            return self
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
 
     # ----- conversions -----
 
@@ -202,6 +264,8 @@ class Tensor(*MIXINS, _C.TensorBase):
         check_device(device if device is not None else "cuda")
 
     def type_as(self, other):
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         return _C.to_dtype_(self, other.dtype)
 
     def float(self):
@@ -235,22 +299,28 @@ class Tensor(*MIXINS, _C.TensorBase):
         return self.reshape(()).tolist()
 
     def __bool__(self):
+        if self.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
         if self.numel() != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
-    def __float__(self):
+    def _python_scalar(self):
         if self.numel() != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
-        return float(self.item())
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
+    def __float__(self):
+        return float(self._python_scalar())
 
     def __int__(self):
-        if self.numel() != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
-        return int(self.item())
+        return int(self._python_scalar())
+
+    def __complex__(self):
+        return complex(self._python_scalar())
 
     def __index__(self):
-        if self.dtype.is_floating_point or self.dtype == _C.bool or self.numel() != 1:
+        if self.dtype.is_floating_point or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -263,7 +333,7 @@ class Tensor(*MIXINS, _C.TensorBase):
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self.dim() == 0 and spec:
+        if self.dim() == 0 and type(self) is Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -272,36 +342,42 @@ class Tensor(*MIXINS, _C.TensorBase):
     def __neg__(self):
         return _C.unary(self, "neg")
 
-    def __pos__(self):
+    def positive(self):
+        if self.dtype == _C.bool:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
+
+    __pos__ = positive
 
     def __abs__(self):
         return _C.unary(self, "abs")
 
     def __invert__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _C.unary(self, "bitwise_not")
 
+    @_not_implemented_on_type_error
     def __eq__(self, other):
-        try:
-            return _C.binary(self, other, "eq")
-        except TypeError:
-            return NotImplemented
+        return _C.binary(self, other, "eq")
 
+    @_not_implemented_on_type_error
     def __ne__(self, other):
-        try:
-            return _C.binary(self, other, "ne")
-        except TypeError:
-            return NotImplemented
+        return _C.binary(self, other, "ne")
 
+    @_not_implemented_on_type_error
     def __lt__(self, other):
         return _C.binary(self, other, "lt")
 
+    @_not_implemented_on_type_error
     def __le__(self, other):
         return _C.binary(self, other, "le")
 
+    @_not_implemented_on_type_error
     def __gt__(self, other):
         return _C.binary(self, other, "gt")
 
+    @_not_implemented_on_type_error
     def __ge__(self, other):
         return _C.binary(self, other, "ge")
 
@@ -312,9 +388,27 @@ class Tensor(*MIXINS, _C.TensorBase):
         raise TypeError("minigrad tensors are not picklable; use minigrad.save (safetensors)")
 
 
+_WARNED = set()
+
+
+def _warn_once(message):
+    """torch's TORCH_WARN_ONCE: a UserWarning the first time in the process."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
 def _div_op(rounding_mode):
     if rounding_mode is None:
         return "div"
+    if not isinstance(rounding_mode, str):
+        raise TypeError(
+            f"div() received an invalid combination of arguments - got (rounding_mode={type(rounding_mode).__name__}), "
+            "but expected one of:\n * (Tensor other)\n * (Tensor other, *, str rounding_mode)\n"
+            " * (Number other, *, str rounding_mode)\n"
+        )
     if rounding_mode == "floor":
         return "div_floor"
     if rounding_mode == "trunc":
@@ -324,16 +418,10 @@ def _div_op(rounding_mode):
     )
 
 
-def _gelu_op(approximate):
-    if approximate == "none":
-        return "gelu"
-    if approximate == "tanh":
-        return "gelu_tanh"
-    raise RuntimeError(f"approximate argument must be either none or tanh.")
-
-
-def _as_bool(x):
-    return x.bool() if isinstance(x, _C.TensorBase) else bool(x)
+def _tensor_other(x, name):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(x).__name__}")
+    return x
 
 
 for _name, _op in UNARY_OPS.items():
@@ -344,7 +432,8 @@ for _name, _op in UNARY_OPS.items():
 for _name, _op in BINARY_OPS.items():
     _m, _m_ = _binary_method(_name, _op)
     setattr(Tensor, _name, _m)
-    setattr(Tensor, _name + "_", _m_)
+    if _name not in NO_INPLACE:
+        setattr(Tensor, _name + "_", _m_)
 
 for _name, _op in OPERATORS.items():
     _f, _r, _i = _operator(_op)

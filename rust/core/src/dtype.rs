@@ -61,6 +61,18 @@ impl DType {
         }
     }
 
+    /// The C++ type name torch prints for a `caffe2::TypeMeta` ("float", "long int"); some
+    /// messages (masked_fill_, in-place clamp) use it instead of the ScalarType name.
+    pub fn type_meta_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int32 => "int",
+            DType::Int64 => "long int",
+            DType::Float32 => "float",
+            DType::Float64 => "double",
+        }
+    }
+
     /// Python-facing name without the module prefix ("float32").
     pub fn name(self) -> &'static str {
         match self {

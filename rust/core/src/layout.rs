@@ -2,7 +2,7 @@
 //! transformation torch defines on them. Nothing here touches memory.
 
 use crate::error::{fmt_shape, Error, Result};
-use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert};
+use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert, wrap_dims};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -55,28 +55,17 @@ impl Layout {
         Some((lo, hi + 1))
     }
 
-    /// True when two different indices can name the same element (an expanded tensor, say).
-    /// Like torch, only zero strides on non-trivial dims are detected for sure; other cases are
-    /// checked by sorting strides (a non-overlapping-and-dense test).
+    /// torch's `has_internal_overlap(...) == MemOverlap::Yes`: a dim of size > 1 with stride 0 (an
+    /// expanded tensor). Writes into such a tensor are refused; other self-overlapping layouts
+    /// (`as_strided` with small strides) are "too hard" for torch and allowed, and so here.
     pub fn has_internal_overlap(&self) -> bool {
-        if self.is_contiguous() {
-            return false;
-        }
-        if self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0) {
-            return true;
-        }
-        // Sort dims by stride; each must step over everything the inner ones cover.
-        let mut dims: Vec<(usize, isize)> =
-            self.shape.iter().zip(&self.strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.abs())).collect();
-        dims.sort_by_key(|&(_, st)| st);
-        let mut covered: isize = 1;
-        for (s, st) in dims {
-            if st < covered {
-                return true;
-            }
-            covered = st * s as isize;
-        }
-        false
+        self.numel() > 0 && self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
+    }
+
+    /// True when two different indices may name the same element (any layout that is not provably
+    /// free of self-overlap). Kernels writing such a layout run on one thread.
+    pub fn may_self_overlap(&self) -> bool {
+        may_self_overlap(&self.shape, &self.strides)
     }
 
     // ----- view transformations (each returns the new layout, sharing storage) -----
@@ -200,13 +189,7 @@ impl Layout {
         let n = self.ndim();
         let targets: Vec<usize> = match dims {
             None => (0..n).collect(),
-            Some(ds) => {
-                let mut v = Vec::new();
-                for &d in ds {
-                    v.push(wrap_dim(d, n)?);
-                }
-                v
-            }
+            Some(ds) => wrap_dims(ds, n)?,
         };
         let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
         for i in 0..n {
@@ -224,7 +207,7 @@ impl Layout {
         if sizes.len() < n {
             return Err(Error::Runtime(format!(
                 "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
-                fmt_shape(&self.shape).trim_matches(|c| c == '[' || c == ']'),
+                fmt_shape(&self.shape),
                 sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
                 sizes.len(),
                 n
@@ -235,35 +218,46 @@ impl Layout {
         let mut strides = vec![0isize; sizes.len()];
         for i in (0..sizes.len()).rev() {
             let want = sizes[i];
-            if i < lead {
-                if want < 0 {
+            // torch's inferExpandGeometry: a new leading dim first gets the stride that steps over
+            // the dims inside it (0 for a 0-d tensor), then 0 if its size differs from 1.
+            let (have, mut stride) = if i >= lead {
+                (self.shape[i - lead], self.strides[i - lead])
+            } else if n == 0 || i + 1 == sizes.len() {
+                (1, 0)
+            } else {
+                (1, shape[i + 1] as isize * strides[i + 1])
+            };
+            let mut size = have;
+            if want == -1 {
+                if i < lead {
                     return Err(Error::Runtime(format!(
                         "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {}",
                         i
                     )));
                 }
-                shape[i] = want as usize;
-                strides[i] = 0;
-                continue;
+            } else if want < 0 || want as usize != have {
+                if have != 1 {
+                    return Err(Error::Runtime(format!(
+                        "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: {}",
+                        want,
+                        have,
+                        i,
+                        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                        fmt_shape(&self.shape)
+                    )));
+                }
+                if want < 0 {
+                    return Err(Error::Runtime(format!(
+                        "Trying to create tensor with negative dimension {}: [{}]",
+                        want,
+                        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                size = want as usize;
+                stride = 0;
             }
-            let j = i - lead;
-            let have = self.shape[j];
-            if want == -1 || want as usize == have {
-                shape[i] = have;
-                strides[i] = self.strides[j];
-            } else if have == 1 && want >= 0 {
-                shape[i] = want as usize;
-                strides[i] = 0;
-            } else {
-                return Err(Error::Runtime(format!(
-                    "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: {}",
-                    want,
-                    have,
-                    i,
-                    sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
-                    fmt_shape(&self.shape)
-                )));
-            }
+            shape[i] = size;
+            strides[i] = stride;
         }
         Ok(Layout { shape, strides, offset: self.offset })
     }
@@ -272,11 +266,11 @@ impl Layout {
         if self.ndim() == 0 {
             return Err(Error::Runtime("narrow() cannot be applied to a 0-dim tensor.".into()));
         }
-        let d = wrap_dim(dim, self.ndim())?;
-        let size = self.shape[d] as i64;
         if length < 0 {
             return Err(Error::Runtime("narrow(): length must be non-negative.".into()));
         }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.shape[d] as i64;
         if start < -size || start > size {
             return Err(Error::Index(format!(
                 "start out of range (expected to be in range of [{}, {}], but got {})",
@@ -323,7 +317,7 @@ impl Layout {
                 "select(): index {} out of range for tensor of size {} at dimension {}",
                 index,
                 fmt_shape(&self.shape),
-                dim
+                d
             )));
         }
         let i = if index < 0 { index + size } else { index };
@@ -364,28 +358,25 @@ impl Layout {
         Ok(out)
     }
 
-    /// as_strided, bounds-checked against the storage size (in elements).
-    pub fn as_strided(size: &[i64], stride: &[i64], offset: i64, storage_len: usize) -> Result<Layout> {
+    /// as_strided, bounds-checked against the storage size (in elements), with torch's checks in
+    /// torch's order. `itemsize` and `storage_bytes` only word the out-of-bounds message.
+    pub fn as_strided(size: &[i64], stride: &[i64], offset: i64, storage_len: usize, itemsize: usize) -> Result<Layout> {
+        let list = |v: &[i64]| format!("[{}]", v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
         if size.len() != stride.len() {
-            return Err(Error::Runtime(format!(
-                "mismatch in length of strides and shape"
-            )));
+            return Err(Error::Runtime("mismatch in length of strides and shape".into()));
+        }
+        if stride.iter().any(|&s| s < 0) {
+            return Err(Error::Runtime(format!("as_strided: Negative strides are not supported at the moment, got strides: {}", list(stride))));
         }
         if offset < 0 {
             return Err(Error::Runtime(format!("Tensor: invalid storage offset {}", offset)));
         }
-        for &s in size {
-            if s < 0 {
-                return Err(Error::Runtime(format!(
-                    "Trying to create tensor with negative dimension {}: {:?}",
-                    s, size
-                )));
-            }
-        }
-        for &s in stride {
-            if s < 0 {
-                return Err(Error::Runtime("as_strided: Negative strides are not supported at the moment, got strides: ".to_string() + &format!("{:?}", stride)));
-            }
+        if size.iter().any(|&s| s < 0) {
+            return Err(Error::Runtime(format!(
+                "Storage size calculation overflowed with sizes={} and strides={}",
+                list(size),
+                list(stride)
+            )));
         }
         let layout = Layout {
             shape: size.iter().map(|&s| s as usize).collect(),
@@ -395,15 +386,39 @@ impl Layout {
         if let Some((_, hi)) = layout.extent() {
             if hi as usize > storage_len {
                 return Err(Error::Runtime(format!(
-                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {{ITEMSIZE}} requiring a storage size of {{NEED}} are out of bounds for storage of size {{HAVE}}",
-                    fmt_shape(&layout.shape),
-                    fmt_shape(&layout.strides.iter().map(|&s| s as usize).collect::<Vec<_>>()),
-                    offset
+                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+                    list(size),
+                    list(stride),
+                    offset,
+                    itemsize,
+                    hi as usize * itemsize,
+                    storage_len * itemsize
                 )));
             }
         }
         Ok(layout)
     }
+}
+
+/// True unless (shape, strides) provably gives every index its own element: after dropping
+/// size-1 dims and sorting by |stride|, each stride must step over everything the inner dims
+/// cover. Sufficient, not necessary: interleaved layouts such as sizes (2, 2) with strides
+/// (9, 12) are distinct yet reported here, which only costs them parallelism.
+pub fn may_self_overlap(shape: &[usize], strides: &[isize]) -> bool {
+    if shape.contains(&0) {
+        return false;
+    }
+    let mut dims: Vec<(usize, usize)> =
+        shape.iter().zip(strides).filter(|(&s, _)| s > 1).map(|(&s, &st)| (s, st.unsigned_abs())).collect();
+    dims.sort_by_key(|&(_, st)| st);
+    let mut covered: usize = 1;
+    for (s, st) in dims {
+        if st < covered {
+            return true;
+        }
+        covered = st * s;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -441,6 +456,10 @@ mod tests {
         assert_eq!(e.strides, vec![0, 1, 0]);
         assert!(e.has_internal_overlap());
         assert!(!l.has_internal_overlap());
+        // overlapping as_strided: "too hard" for torch's check, but kernels must know
+        let o = Layout { shape: vec![2, 2], strides: vec![1, 1], offset: 0 };
+        assert!(!o.has_internal_overlap() && o.may_self_overlap());
+        assert!(!Layout::contiguous(&[3, 4]).transpose(0, 1).unwrap().may_self_overlap());
         assert!(l.expand(&[3, 2, 2]).is_err());
     }
 

@@ -91,47 +91,40 @@ pub fn check_inplace_shape(self_shape: &[usize], broadcast: &[usize]) -> Result<
     Ok(())
 }
 
-/// Resolves a shape with at most one -1 against a numel, with torch's messages.
+/// Resolves a shape with at most one -1 against a numel, with torch's messages (`infer_size`).
 pub fn infer_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    let fmt = || {
+        let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        format!("[{}]", parts.join(", "))
+    };
     let mut infer = None;
-    let mut known: usize = 1;
+    let mut newsize: usize = 1;
     for (i, &d) in shape.iter().enumerate() {
         if d == -1 {
             if infer.is_some() {
                 return Err(Error::Runtime("only one dimension can be inferred".into()));
             }
             infer = Some(i);
-        } else if d < 0 {
-            return Err(Error::Runtime(format!("invalid shape dimension {}", d)));
+        } else if d >= 0 {
+            newsize = newsize.saturating_mul(d as usize);
         } else {
-            known *= d as usize;
+            return Err(Error::Runtime(format!("invalid shape dimension {} at index {} of shape {}", d, i, fmt())));
         }
     }
-    let fmt = || {
-        let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        format!("[{}]", parts.join(", "))
-    };
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
-    match infer {
-        Some(i) => {
-            if known == 0 || numel % known != 0 {
-                if known == 0 {
-                    return Err(Error::Runtime(format!(
-                        "cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous",
-                        fmt()
-                    )));
-                }
-                return Err(Error::Runtime(format!("shape '{}' is invalid for input of size {}", fmt(), numel)));
+    if numel == newsize || (infer.is_some() && newsize > 0 && numel % newsize == 0) {
+        if let Some(i) = infer {
+            if newsize == 0 {
+                return Err(Error::Runtime(format!(
+                    "cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous",
+                    fmt()
+                )));
             }
-            out[i] = numel / known;
+            out[i] = numel / newsize;
         }
-        None => {
-            if known != numel {
-                return Err(Error::Runtime(format!("shape '{}' is invalid for input of size {}", fmt(), numel)));
-            }
-        }
+        return Ok(out);
     }
-    Ok(out)
+    Err(Error::Runtime(format!("shape '{}' is invalid for input of size {}", fmt(), numel)))
 }
 
 #[cfg(test)]

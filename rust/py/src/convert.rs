@@ -67,11 +67,11 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         return Ok(Some(Scalar::Bool(obj.extract()?)));
     }
     if obj.is_instance_of::<PyInt>() {
+        // (torch also takes [2**63, 2**64) as an unsigned scalar; minigrad refuses every int
+        // outside int64, with torch's error for the ones beyond that)
         return match obj.extract::<i64>() {
             Ok(v) => Ok(Some(Scalar::Int(v))),
-            Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "Overflow when unpacking long long"
-            ))),
+            Err(_) => Err(pyo3::exceptions::PyOverflowError::new_err("int too big to convert")),
         };
     }
     if obj.is_instance_of::<PyFloat>() {
@@ -124,34 +124,102 @@ pub fn to_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
     }
 }
 
-/// Sizes given either as varargs (`view(2, 3)`) or as one sequence (`view((2, 3))`).
-pub fn sizes_from_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
-    if args.len() == 1 {
-        let a = args.get_item(0)?;
-        if a.is_instance_of::<PyTuple>() || a.is_instance_of::<PyList>() || !a.is_instance_of::<PyInt>() && a.cast::<PySequence>().is_ok() {
-            return int_list(&a);
-        }
+/// True for what torch's parser takes as an `int`: a Python int (not bool), a NumPy integer, or a
+/// 0-d integer tensor.
+pub fn is_int_like(obj: &Bound<'_, PyAny>) -> bool {
+    if obj.is_instance_of::<PyBool>() {
+        return false;
     }
-    int_list(args.as_any())
+    if obj.is_instance_of::<PyInt>() {
+        return true;
+    }
+    if let Ok(t) = obj.cast::<TensorBase>() {
+        let t = &t.borrow().t;
+        return t.ndim() == 0 && t.dtype().is_integral(false);
+    }
+    // NumPy integers register as numbers.Integral (NumPy bools do not)
+    obj.py()
+        .import("numbers")
+        .and_then(|m| m.getattr("Integral"))
+        .and_then(|integral| obj.is_instance(&integral))
+        .unwrap_or(false)
 }
 
-pub fn int_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
-    if let Ok(i) = obj.extract::<i64>() {
-        return Ok(vec![i]);
+fn int_value(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if let Ok(t) = obj.cast::<TensorBase>() {
+        return Ok(t.borrow().t.item().map_err(crate::errors::to_py)?.to_i64());
     }
-    let seq = obj.cast::<PySequence>().map_err(|_| type_err(format!("expected a sequence of integers, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
-    let mut out = Vec::with_capacity(seq.len()?);
-    for item in seq.try_iter()? {
+    obj.call_method0("__index__")?.extract()
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+}
+
+/// An `int` argument, or torch's TypeError: "transpose(): argument 'dim0' (position 1) must be
+/// int, not float".
+pub fn int_arg(obj: &Bound<'_, PyAny>, func: &str, arg: &str, pos: usize) -> PyResult<i64> {
+    if is_int_like(obj) {
+        return int_value(obj);
+    }
+    Err(type_err(format!("{}(): argument '{}' (position {}) must be int, not {}", func, arg, pos, type_name(obj))))
+}
+
+/// An optional `int` argument (None is absent).
+pub fn opt_int_arg(obj: Option<&Bound<'_, PyAny>>, func: &str, arg: &str, pos: usize) -> PyResult<Option<i64>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => int_arg(o, func, arg, pos).map(Some),
+    }
+}
+
+fn unpack_ints<'py>(items: impl Iterator<Item = PyResult<Bound<'py, PyAny>>>, func: &str, arg: &str) -> PyResult<Vec<i64>> {
+    let mut out = Vec::new();
+    for (i, item) in items.enumerate() {
         let item = item?;
-        if item.is_instance_of::<PyFloat>() || item.is_instance_of::<TensorBase>() && !item.cast::<TensorBase>()?.borrow().t.dtype().is_integral(false) {
+        if !is_int_like(&item) && !(item.is_instance_of::<PyBool>()) {
             return Err(type_err(format!(
-                "expected a sequence of integers, but element has type {}",
-                item.get_type().name()?
+                "{}(): argument '{}' failed to unpack the object at pos {} with error \"type must be tuple of ints,but got {}\"",
+                func,
+                arg,
+                i + 1,
+                type_name(&item)
             )));
         }
-        out.push(item.call_method0("__index__")?.extract()?);
+        out.push(int_value(&item)?);
     }
     Ok(out)
+}
+
+/// A `tuple of ints` argument (one int also counts), or torch's TypeErrors.
+pub fn int_list_arg(obj: &Bound<'_, PyAny>, func: &str, arg: &str, pos: usize) -> PyResult<Vec<i64>> {
+    if is_int_like(obj) {
+        return Ok(vec![int_value(obj)?]);
+    }
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() || obj.is_instance_of::<TensorBase>() == false && obj.cast::<PySequence>().is_ok() && !obj.is_instance_of::<pyo3::types::PyString>() {
+        return unpack_ints(obj.try_iter()?, func, arg);
+    }
+    Err(type_err(format!("{}(): argument '{}' (position {}) must be tuple of ints, not {}", func, arg, pos, type_name(obj))))
+}
+
+/// Sizes given either as varargs (`view(2, 3)`) or as one sequence (`view((2, 3))`).
+pub fn sizes_arg(args: &Bound<'_, PyTuple>, func: &str, arg: &str) -> PyResult<Vec<i64>> {
+    if args.len() == 1 {
+        return int_list_arg(&args.get_item(0)?, func, arg, 1);
+    }
+    unpack_ints(args.iter().map(Ok), func, arg)
+}
+
+/// `sizes_arg` without names for the messages.
+pub fn sizes_from_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
+    sizes_arg(args, "size", "size")
+}
+
+/// `int_list_arg` without names for the messages (for op families that have not named theirs).
+#[allow(dead_code)]
+pub fn int_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    int_list_arg(obj, "size", "size", 1)
 }
 
 /// Non-negative sizes for factories (`zeros(2, -1)` raises torch's message).

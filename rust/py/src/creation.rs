@@ -6,83 +6,8 @@ use crate::tensor::TensorBase;
 use minigrad_core::element::Element;
 use minigrad_core::ops::creation;
 use minigrad_core::{DType, Scalar, Tensor};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PySequence, PyString, PyTuple};
-
-/// Walks nested sequences: fills `shape` from the first element at each depth and checks the rest.
-fn collect(obj: &Bound<'_, PyAny>, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<Scalar>) -> PyResult<()> {
-    if let Ok(t) = obj.cast::<TensorBase>() {
-        let t = t.borrow().t.clone();
-        if depth == shape.len() && t.ndim() == 0 {
-            out.push(t.item().map_err(crate::errors::to_py)?);
-            return Ok(());
-        }
-        // A tensor inside a list: read it as nested data.
-        let list = t.to_vec::<f64>();
-        let _ = list;
-    }
-    let is_seq = !obj.is_instance_of::<PyString>()
-        && (obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.cast::<TensorBase>().is_ok() || obj.hasattr("__len__")? && obj.hasattr("__getitem__")? && to_scalar(obj).ok().flatten().is_none());
-    if depth == shape.len() {
-        if is_seq {
-            let seq = obj.cast::<PySequence>().map(|s| s.len()).unwrap_or(Ok(obj.len()?))?;
-            shape.push(seq);
-        } else {
-            match to_scalar(obj)? {
-                Some(s) => {
-                    out.push(s);
-                    return Ok(());
-                }
-                None => return Err(type_err(format!("new(): invalid data type '{}'", obj.get_type().name()?))),
-            }
-        }
-    }
-    let want = shape[depth];
-    if !is_seq {
-        return Err(PyValueError::new_err(format!(
-            "expected sequence of length {} at dim {} (got {})",
-            want,
-            depth,
-            "a number"
-        )));
-    }
-    let len = obj.len()?;
-    if len != want {
-        return Err(PyValueError::new_err(format!("expected sequence of length {} at dim {} (got {})", want, depth, len)));
-    }
-    for i in 0..len {
-        let item = obj.get_item(i)?;
-        if depth + 1 == shape.len() && shape.len() > 0 && out.len() > 0 && depth + 1 < shape.len() {
-            unreachable!()
-        }
-        collect(&item, depth + 1, shape, out)?;
-    }
-    Ok(())
-}
-
-/// `tensor(data, dtype=None)`: copies nested Python data; floats give float32, ints int64.
-#[pyfunction]
-#[pyo3(signature = (data, dtype=None))]
-pub fn tensor_from_data(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-    let mut shape = Vec::new();
-    let mut values = Vec::new();
-    collect(data, 0, &mut shape, &mut values)?;
-    let inferred = if values.iter().any(|v| matches!(v, Scalar::Float(_))) {
-        DType::Float32
-    } else if values.iter().any(|v| matches!(v, Scalar::Int(_))) {
-        DType::Int64
-    } else if values.is_empty() {
-        DType::Float32
-    } else {
-        DType::Bool
-    };
-    let dtype = to_dtype(dtype)?.unwrap_or(inferred);
-    let t = minigrad_core::dispatch!(dtype, T => {
-        Tensor::from_vec(values.iter().map(|&v| T::from_scalar(v)).collect::<Vec<T>>(), &shape).map_err(crate::errors::to_py)?
-    });
-    wrap(py, t)
-}
+use pyo3::types::PyTuple;
 
 fn dtype_or(d: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
     Ok(to_dtype(d)?.unwrap_or(default))
@@ -140,8 +65,10 @@ pub fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, 
 
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, dtype=None))]
-pub fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+pub fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
     let d = dtype_or(dtype, DType::Float32)?;
+    let num = |o: &Bound<'_, PyAny>| to_scalar(o)?.ok_or_else(|| type_err("linspace(): start and end must be numbers"));
+    let (start, end) = (num(start)?, num(end)?);
     wrap(py, run(py, 0, move || creation::linspace(start, end, steps, d))?)
 }
 
@@ -176,26 +103,53 @@ pub fn randint(py: Python<'_>, low: i64, high: i64, size: &Bound<'_, PyAny>, dty
     wrap(py, run(py, 0, move || creation::randint(low, high, &shape, d))?)
 }
 
+/// A new tensor shaped and laid out like `x` (torch's `preserve_format`), of `dtype`, optionally
+/// filled with `fill`. Nobody has seen it yet, so filling it is not a write (version 0).
+#[pyfunction]
+#[pyo3(signature = (x, dtype, fill=None))]
+pub fn empty_like(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, PyAny>, fill: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let d = to_dtype(Some(dtype))?.unwrap_or(DType::Float32);
+    let value = match fill {
+        None => None,
+        Some(v) => Some(to_scalar(v)?.ok_or_else(|| type_err("fill value must be a number"))?),
+    };
+    let t = x.borrow().t.clone();
+    let out = run(py, t.numel(), move || {
+        let out = minigrad_core::ops::copy::empty_with_layout(&minigrad_core::ops::copy::preserved_layout(&t), d);
+        if let Some(v) = value {
+            minigrad_core::kernels::fill::fill(&out, v);
+        }
+        Ok(out)
+    })?;
+    wrap(py, out)
+}
+
 #[pyfunction]
 pub fn manual_seed(seed: i64) {
     creation::manual_seed(seed as u64);
 }
 
-/// In-place random fills (`uniform_`, `normal_`) through the write path.
+/// In-place random fills (`uniform_`, `normal_`) through the write path. `fresh` marks a tensor
+/// just made by a `*_like` factory: filled without counting as a write, like torch's factories.
 #[pyfunction]
-#[pyo3(signature = (x, kind, a, b))]
-pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b: f64) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (x, kind, a, b, fresh=false))]
+pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b: f64, fresh: bool) -> PyResult<Py<PyAny>> {
     let t = x.borrow().t.clone();
-    if !t.dtype().is_floating() {
+    // torch's normal_ never reaches its (float-only) kernel for an empty tensor
+    if !t.dtype().is_floating() && !(kind == "normal" && t.numel() == 0) {
         return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
             "\"{}\" not implemented for '{}'",
             if kind == "uniform" { "check_uniform_bounds" } else { "normal_kernel_cpu" },
             t.dtype().scalar_type_name()
         )));
     }
-    let vals = if kind == "uniform" { creation::uniform_values(t.numel(), a, b) } else { creation::normal_values(t.numel(), a, b) };
+    let vals = if kind == "uniform" { creation::uniform_values(t.numel(), a, b, t.dtype()) } else { creation::normal_values(t.numel(), a, b) };
     run(py, t.numel(), move || {
-        let src = Tensor::from_vec(vals, t.shape())?;
+        let src = minigrad_core::dispatch!(t.dtype(), T => Tensor::from_vec(vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>(), t.shape())?);
+        if fresh {
+            minigrad_core::ops::copy::copy_kernel(&t, &src);
+            return Ok(());
+        }
         minigrad_core::ops::write::write(&t, &[&src], |r| {
             minigrad_core::ops::copy::copy_kernel(&t, &r[0].0);
             Ok(())
@@ -232,7 +186,7 @@ pub fn _check_tensor(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(tensor_from_data, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_like, m)?)?;
     m.add_function(wrap_pyfunction!(empty, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;

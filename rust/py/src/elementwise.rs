@@ -6,7 +6,7 @@ use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::binary::{self as binops, BinaryOp};
 use minigrad_core::ops::unary::{self as unops, UnaryOp};
-use minigrad_core::ops::{copy, write, Arg};
+use minigrad_core::ops::{copy, Arg};
 use minigrad_core::{Error, Scalar, Tensor};
 use pyo3::prelude::*;
 
@@ -63,6 +63,9 @@ fn binary_op(name: &str) -> PyResult<BinaryOp> {
         "le" => Le,
         "gt" => Gt,
         "ge" => Ge,
+        "logical_and" => LogicalAnd,
+        "logical_or" => LogicalOr,
+        "logical_xor" => LogicalXor,
         _ => return Err(type_err(format!("unknown binary op {}", name))),
     })
 }
@@ -90,33 +93,37 @@ pub fn unary_(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<P
     Ok(x.clone().into_any().unbind())
 }
 
-fn alpha_of(alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
+fn alpha_of(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Scalar>> {
     match alpha {
         None => Ok(None),
-        Some(a) => to_scalar(a)?.map(Some).ok_or_else(|| type_err("alpha must be a number")),
+        Some(a) => to_scalar(a)?
+            .map(Some)
+            .ok_or_else(|| type_err(format!("{}(): argument 'alpha' must be Number, not {}", name, a.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
     }
 }
 
 /// `op(a, b)` where either side may be a number (reflected operators pass the number first).
+/// `name` is the public name errors are worded with (`floor_divide`, not the kernel's name).
 #[pyfunction]
-#[pyo3(signature = (a, b, op, alpha=None))]
-pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-    let name = op;
+#[pyo3(signature = (a, b, op, alpha=None, name=None))]
+pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
+    let name = name.unwrap_or(op);
     let op = binary_op(op)?;
     let (x, y) = (to_arg(a, name)?, to_arg(b, name)?);
-    let alpha = alpha_of(alpha)?;
+    let alpha = alpha_of(alpha, name)?;
     let n = work(&x).max(work(&y));
     let out = run(py, n, move || binops::binary(op, &x, &y, alpha))?;
     wrap(py, out)
 }
 
 #[pyfunction]
-#[pyo3(signature = (a, b, op, alpha=None))]
-pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-    let name = op;
+#[pyo3(signature = (a, b, op, alpha=None, name=None))]
+pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
+    let name = name.map(|n| n.to_string()).unwrap_or_else(|| format!("{}_", op));
+    let name = name.as_str();
     let op = binary_op(op)?;
     let y = to_arg(b, name)?;
-    let alpha = alpha_of(alpha)?;
+    let alpha = alpha_of(alpha, name)?;
     let t = a.borrow().t.clone();
     run(py, t.numel(), move || binops::binary_(op, &t, &y, alpha))?;
     Ok(a.clone().into_any().unbind())
@@ -132,20 +139,80 @@ pub fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: 
     wrap(py, out)
 }
 
-fn opt_arg(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Arg>> {
+/// A clamp bound as torch's argument parser sees it.
+enum ClampBound {
+    None,
+    Tensor(Tensor),
+    Number(Scalar),
+}
+
+fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<ClampBound> {
     match v {
-        None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) => Ok(Some(to_arg(o, name)?)),
+        None => Ok(ClampBound::None),
+        Some(o) if o.is_none() => Ok(ClampBound::None),
+        Some(o) => match to_arg(o, "clamp") {
+            Ok(Arg::Tensor(t)) => Ok(ClampBound::Tensor(t)),
+            Ok(Arg::Scalar(s)) => Ok(ClampBound::Number(s)),
+            Err(_) => Err(type_err(format!("clamp(): argument 'min' must be Tensor or Number, not {}", o.get_type().name()?))),
+        },
     }
 }
 
+/// `clamp`, `clamp_min`, `clamp_max` (and `_` forms). Like torch, tensor bounds (and None) pick
+/// the tensor overload; otherwise bounds are numbers, where a 0-d tensor counts as its value.
 #[pyfunction]
-#[pyo3(signature = (x, min=None, max=None, inplace=false))]
-pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool) -> PyResult<Py<PyAny>> {
-    let (lo, hi) = (opt_arg(min, "clamp")?, opt_arg(max, "clamp")?);
+#[pyo3(signature = (x, min=None, max=None, inplace=false, name="clamp"))]
+pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>, inplace: bool, name: &str) -> PyResult<Py<PyAny>> {
+    let (lo, hi) = (clamp_bound(min)?, clamp_bound(max)?);
     let t = x.borrow().t.clone();
-    let out = run(py, t.numel(), move || binops::clamp(&t, lo.as_ref(), hi.as_ref(), inplace))?;
+    let is_tensor = |b: &ClampBound| matches!(b, ClampBound::Tensor(_));
+    let tensor_overload = (is_tensor(&lo) || is_tensor(&hi)) && !matches!(lo, ClampBound::Number(_)) && !matches!(hi, ClampBound::Number(_));
+    let out = if tensor_overload {
+        let as_t = |b: ClampBound| match b {
+            ClampBound::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let (lo, hi) = (as_t(lo), as_t(hi));
+        run(py, t.numel(), move || binops::clamp_tensor(&t, lo.as_ref(), hi.as_ref(), inplace))?
+    } else {
+        let mut kinds = Vec::new();
+        let mut as_s = |b: ClampBound| -> PyResult<Option<Scalar>> {
+            match b {
+                ClampBound::None => {
+                    kinds.push("NoneType");
+                    Ok(None)
+                }
+                ClampBound::Number(s) => {
+                    kinds.push(match s { Scalar::Bool(_) => "bool", Scalar::Int(_) => "int", Scalar::Float(_) => "float" });
+                    Ok(Some(s))
+                }
+                ClampBound::Tensor(t) if t.ndim() == 0 => {
+                    kinds.push("Tensor");
+                    Ok(Some(t.item().map_err(crate::errors::to_py)?))
+                }
+                ClampBound::Tensor(_) => {
+                    kinds.push("Tensor!");
+                    Ok(None)
+                }
+            }
+        };
+        let (lo, hi) = (as_s(lo)?, as_s(hi)?);
+        if kinds.contains(&"Tensor!") {
+            // torch's argument-parser message for positional `x.clamp(lo, hi)`
+            let got: Vec<&str> = kinds.iter().map(|k| k.trim_end_matches('!')).collect();
+            let marked: Vec<String> = got.iter().map(|k| format!("!{}!", k)).collect();
+            let why = format!("      didn't match because some of the arguments have invalid types: ({})\n", marked.join(", "));
+            return Err(type_err(format!(
+                "{}{}() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor min = None, Tensor max = None)\n{} * (Number min = None, Number max = None)\n{}",
+                name,
+                if inplace { "_" } else { "" },
+                got.join(", "),
+                why,
+                why
+            )));
+        }
+        run(py, t.numel(), move || binops::clamp_scalar(&t, lo, hi, inplace))?
+    };
     if inplace {
         return Ok(x.clone().into_any().unbind());
     }
@@ -181,12 +248,7 @@ pub fn fill_(py: Python<'_>, x: &Bound<'_, TensorBase>, value: &Bound<'_, PyAny>
         }
     };
     let t = x.borrow().t.clone();
-    run(py, t.numel(), move || {
-        write::write(&t, &[], |_| {
-            minigrad_core::kernels::fill::fill(&t, v);
-            Ok(())
-        })
-    })?;
+    run(py, t.numel(), move || copy::fill_(&t, v))?;
     Ok(x.clone().into_any().unbind())
 }
 
@@ -203,30 +265,11 @@ pub fn copy_(py: Python<'_>, x: &Bound<'_, TensorBase>, src: &Bound<'_, PyAny>, 
     let _ = non_blocking;
     let s = match to_arg(src, "copy_")? {
         Arg::Tensor(t) => t,
-        Arg::Scalar(_) => return Err(type_err(format!("copy_(): argument 'src' (position 1) must be Tensor, not {}", src.get_type().name()?))),
+        // torch's parser turns a number into a 0-d tensor here
+        Arg::Scalar(s) => Tensor::scalar(s, s.wrapped_dtype()),
     };
     let t = x.borrow().t.clone();
-    run(py, t.numel(), move || {
-        let shape = minigrad_core::shape::broadcast_shapes(t.shape(), s.shape()).map_err(|_| {
-            Error::Runtime(format!(
-                "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension {}",
-                t.shape().last().copied().unwrap_or(1),
-                s.shape().last().copied().unwrap_or(1),
-                t.ndim().saturating_sub(1)
-            ))
-        })?;
-        if shape.as_slice() != t.shape() {
-            return Err(Error::Runtime(format!(
-                "output with shape {} doesn't match the broadcast shape {}",
-                minigrad_core::error::fmt_shape(t.shape()),
-                minigrad_core::error::fmt_shape(&shape)
-            )));
-        }
-        write::write(&t, &[&s], |reads| {
-            copy::copy_kernel(&t, &reads[0].0);
-            Ok(())
-        })
-    })?;
+    run(py, t.numel(), move || copy::copy_(&t, &s))?;
     Ok(x.clone().into_any().unbind())
 }
 

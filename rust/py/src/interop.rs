@@ -24,7 +24,8 @@ pub fn to_numpy(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>
     let t = x.borrow().t.clone();
     let owner = Bound::new(py, StorageOwner { _storage: t.storage.clone() })?.into_any();
     let shape = IxDyn(t.shape());
-    let strides = IxDyn(&t.strides().iter().map(|&s| s as usize).collect::<Vec<_>>());
+    // (an array without elements gets zero strides, as torch's numpy() gives it)
+    let strides = IxDyn(&t.strides().iter().map(|&s| if t.numel() == 0 { 0 } else { s as usize }).collect::<Vec<_>>());
     let arr = minigrad_core::dispatch!(t.dtype(), T => {
         // SAFETY: the pointer and layout describe elements inside `t.storage` (checked when the
         // layout was made; strides are non-negative), which `owner` keeps alive and never

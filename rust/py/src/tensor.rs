@@ -2,7 +2,7 @@
 //! views, the Python object of the root base (so `v._base is x`, as in torch). This file holds
 //! metadata and view methods; op families live in `methods_*.rs`.
 
-use crate::convert::{int_list, make_size, sizes_from_args, tensor_of, wrap, wrap_view, PENDING};
+use crate::convert::{int_arg, int_list_arg, is_int_like, make_size, opt_int_arg, sizes_arg, tensor_of, wrap, wrap_view, PENDING};
 use crate::dtype::PyDType;
 use crate::errors::{run, type_err};
 
@@ -49,8 +49,8 @@ impl TensorBase {
     }
 
     #[pyo3(signature = (dim=None))]
-    fn size(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
-        match dim {
+    fn size(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match opt_int_arg(dim, "size", "dim", 1)? {
             None => make_size(py, self.t.shape()),
             Some(d) => {
                 let d = minigrad_core::shape::wrap_dim(d, self.t.ndim()).map_err(crate::errors::to_py)?;
@@ -60,8 +60,8 @@ impl TensorBase {
     }
 
     #[pyo3(signature = (dim=None))]
-    fn stride(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
-        match dim {
+    fn stride(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match opt_int_arg(dim, "stride", "dim", 1)? {
             None => Ok(PyTuple::new(py, self.t.strides())?.into_any().unbind()),
             Some(d) => {
                 let d = minigrad_core::shape::wrap_dim(d, self.t.ndim()).map_err(crate::errors::to_py)?;
@@ -105,11 +105,15 @@ impl TensorBase {
         self.t.layout.offset
     }
     #[pyo3(signature = (memory_format=None))]
-    fn is_contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> bool {
-        let _ = memory_format;
-        self.t.is_contiguous()
+    fn is_contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        no_memory_format(memory_format, "is_contiguous")?;
+        Ok(self.t.is_contiguous())
     }
+    /// The address of the first element; 0 for a tensor with no elements, as in torch.
     fn data_ptr(&self) -> usize {
+        if self.t.numel() == 0 {
+            return 0;
+        }
         self.t.data_addr()
     }
     fn is_floating_point(&self) -> bool {
@@ -150,7 +154,10 @@ impl TensorBase {
                 return Err(pyo3::exceptions::PyNotImplementedError::new_err("view(dtype) with a different dtype is not supported by minigrad"));
             }
         }
-        let sizes = sizes_from_args(shape)?;
+        if shape.is_empty() {
+            return Err(type_err("view() received an invalid combination of arguments - got (), but expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n"));
+        }
+        let sizes = sizes_arg(shape, "view", "size")?;
         let t = with_t(slf, 0, |x| views::view(x, &sizes))?;
         wrap_view(py, t, slf)
     }
@@ -163,7 +170,8 @@ impl TensorBase {
 
     #[pyo3(signature = (*shape))]
     fn reshape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let sizes = sizes_from_args(shape)?;
+        missing_arg(shape, "reshape", "shape")?;
+        let sizes = sizes_arg(shape, "reshape", "shape")?;
         reshape_impl(slf, &sizes)
     }
 
@@ -172,10 +180,16 @@ impl TensorBase {
         reshape_impl(slf, &shape)
     }
 
-    #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(slf: &Bound<'_, Self>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyAny>> {
-        let n = slf.borrow().t.numel();
+    #[pyo3(signature = (start_dim=None, end_dim=None))]
+    fn flatten(slf: &Bound<'_, Self>, start_dim: Option<&Bound<'_, PyAny>>, end_dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let start_dim = opt_int_arg(start_dim, "flatten", "start_dim", 1)?.unwrap_or(0);
+        let end_dim = opt_int_arg(end_dim, "flatten", "end_dim", 2)?.unwrap_or(-1);
+        let (n, nd) = (slf.borrow().t.numel(), slf.borrow().t.ndim());
         let t = with_t(slf, n, |x| views::flatten(x, start_dim, end_dim))?;
+        let wrap = |d: i64| minigrad_core::shape::wrap_dim(d, nd).ok();
+        if nd > 0 && wrap(start_dim) == wrap(end_dim) {
+            return Ok(slf.clone().into_any().unbind());
+        }
         wrap_maybe_view(slf, t)
     }
 
@@ -183,24 +197,28 @@ impl TensorBase {
     fn squeeze(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let dims = match dim {
             None => None,
-            Some(d) => Some(int_list(d)?),
+            Some(d) => Some(int_list_arg(d, "squeeze", "dim", 1)?),
         };
         let t = with_t(slf, 0, |x| views::squeeze(x, dims.as_deref()))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    fn unsqueeze(slf: &Bound<'_, Self>, dim: i64) -> PyResult<Py<PyAny>> {
+    fn unsqueeze(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let dim = int_arg(dim, "unsqueeze", "dim", 1)?;
         let t = with_t(slf, 0, |x| views::unsqueeze(x, dim))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    fn transpose(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyAny>> {
+    fn transpose(slf: &Bound<'_, Self>, dim0: &Bound<'_, PyAny>, dim1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (dim0, dim1) = (int_arg(dim0, "transpose", "dim0", 1)?, int_arg(dim1, "transpose", "dim1", 2)?);
         let t = with_t(slf, 0, |x| views::transpose(x, dim0, dim1))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    fn swapaxes(slf: &Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
-        Self::transpose(slf, axis0, axis1)
+    fn swapaxes(slf: &Bound<'_, Self>, axis0: &Bound<'_, PyAny>, axis1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (a, b) = (int_arg(axis0, "swapaxes", "axis0", 1)?, int_arg(axis1, "swapaxes", "axis1", 2)?);
+        let t = with_t(slf, 0, |x| views::transpose(x, a, b))?;
+        wrap_view(slf.py(), t, slf)
     }
 
     fn t(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -224,19 +242,22 @@ impl TensorBase {
                 slf.borrow().t.ndim()
             )));
         }
-        Self::transpose(slf, -2, -1)
+        let t = with_t(slf, 0, |x| views::transpose(x, -2, -1))?;
+        wrap_view(slf.py(), t, slf)
     }
 
     #[pyo3(signature = (*dims))]
     fn permute(slf: &Bound<'_, Self>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let dims = sizes_from_args(dims)?;
+        missing_arg(dims, "permute", "dims")?;
+        let dims = sizes_arg(dims, "permute", "dims")?;
         let t = with_t(slf, 0, |x| views::permute(x, &dims))?;
         wrap_view(slf.py(), t, slf)
     }
 
     #[pyo3(signature = (*sizes))]
     fn expand(slf: &Bound<'_, Self>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let sizes = sizes_from_args(sizes)?;
+        missing_arg(sizes, "expand", "size")?;
+        let sizes = sizes_arg(sizes, "expand", "size")?;
         let t = with_t(slf, 0, |x| views::expand(x, &sizes))?;
         wrap_view(slf.py(), t, slf)
     }
@@ -247,55 +268,66 @@ impl TensorBase {
         wrap_view(slf.py(), t, slf)
     }
 
-    fn narrow(slf: &Bound<'_, Self>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyAny>> {
+    fn narrow(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>, start: &Bound<'_, PyAny>, length: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (dim, start, length) = (int_arg(dim, "narrow", "dim", 1)?, int_arg(start, "narrow", "start", 2)?, int_arg(length, "narrow", "length", 3)?);
         let t = with_t(slf, 0, |x| views::narrow(x, dim, start, length))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    fn select(slf: &Bound<'_, Self>, dim: i64, index: i64) -> PyResult<Py<PyAny>> {
+    fn select(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (dim, index) = (int_arg(dim, "select", "dim", 1)?, int_arg(index, "select", "index", 2)?);
         let t = with_t(slf, 0, |x| views::select(x, dim, index))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
-    fn diagonal(slf: &Bound<'_, Self>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (offset=None, dim1=None, dim2=None))]
+    fn diagonal(slf: &Bound<'_, Self>, offset: Option<&Bound<'_, PyAny>>, dim1: Option<&Bound<'_, PyAny>>, dim2: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let offset = opt_int_arg(offset, "diagonal", "offset", 1)?.unwrap_or(0);
+        let dim1 = opt_int_arg(dim1, "diagonal", "dim1", 2)?.unwrap_or(0);
+        let dim2 = opt_int_arg(dim2, "diagonal", "dim2", 3)?.unwrap_or(1);
         let t = with_t(slf, 0, |x| views::diagonal(x, offset, dim1, dim2))?;
         wrap_view(slf.py(), t, slf)
     }
 
     #[pyo3(signature = (size, stride, storage_offset=None))]
     fn as_strided(slf: &Bound<'_, Self>, size: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>, storage_offset: Option<i64>) -> PyResult<Py<PyAny>> {
-        let (size, stride) = (int_list(size)?, int_list(stride)?);
+        let (size, stride) = (int_list_arg(size, "as_strided", "size", 1)?, int_list_arg(stride, "as_strided", "stride", 2)?);
         let t = with_t(slf, 0, |x| views::as_strided(x, &size, &stride, storage_offset))?;
         wrap_view(slf.py(), t, slf)
     }
 
-    #[pyo3(signature = (dim=0))]
-    fn unbind(slf: &Bound<'_, Self>, dim: i64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (dim=None))]
+    fn unbind(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let dim = opt_int_arg(dim, "unbind", "dim", 1)?.unwrap_or(0);
         let ts = with_t(slf, 0, |x| views::unbind(x, dim))?;
         wrap_views(slf.py(), ts, slf)
     }
 
-    #[pyo3(signature = (split_size_or_sections, dim=0))]
-    fn split(slf: &Bound<'_, Self>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
-        let ts = if let Ok(n) = split_size_or_sections.extract::<i64>() {
+    #[pyo3(signature = (split_size_or_sections, dim=None))]
+    fn split(slf: &Bound<'_, Self>, split_size_or_sections: &Bound<'_, PyAny>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let dim = opt_int_arg(dim, "split", "dim", 2)?.unwrap_or(0);
+        let ts = if is_int_like(split_size_or_sections) {
+            let n = int_arg(split_size_or_sections, "split", "split_size", 1)?;
             with_t(slf, 0, |x| views::split(x, n, dim))?
         } else {
-            let sizes = int_list(split_size_or_sections)?;
+            let sizes = int_list_arg(split_size_or_sections, "split_with_sizes", "split_sizes", 2)?;
             with_t(slf, 0, |x| views::split_with_sizes(x, &sizes, dim))?
         };
         wrap_views(slf.py(), ts, slf)
     }
 
-    #[pyo3(signature = (split_sizes, dim=0))]
-    fn split_with_sizes(slf: &Bound<'_, Self>, split_sizes: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
-        let sizes = int_list(split_sizes)?;
+    #[pyo3(signature = (split_sizes, dim=None))]
+    fn split_with_sizes(slf: &Bound<'_, Self>, split_sizes: &Bound<'_, PyAny>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let dim = opt_int_arg(dim, "split_with_sizes", "dim", 2)?.unwrap_or(0);
+        let sizes = int_list_arg(split_sizes, "split_with_sizes", "split_sizes", 1)?;
         let ts = with_t(slf, 0, |x| views::split_with_sizes(x, &sizes, dim))?;
         wrap_views(slf.py(), ts, slf)
     }
 
-    #[pyo3(signature = (chunks, dim=0))]
-    fn chunk(slf: &Bound<'_, Self>, chunks: i64, dim: i64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (chunks, dim=None))]
+    fn chunk(slf: &Bound<'_, Self>, chunks: &Bound<'_, PyAny>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let chunks = int_arg(chunks, "chunk", "chunks", 1)?;
+        let dim = opt_int_arg(dim, "chunk", "dim", 2)?.unwrap_or(0);
         let ts = with_t(slf, 0, |x| views::chunk(x, chunks, dim))?;
         wrap_views(slf.py(), ts, slf)
     }
@@ -303,12 +335,29 @@ impl TensorBase {
     // ----- in-place view ops: change this tensor's layout, bump its version (R3) -----
 
     fn t_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let layout = slf.borrow().t.layout.t().map_err(crate::errors::to_py)?;
+        let layout = slf.borrow().t.layout.t().map_err(|e| crate::errors::to_py(match e {
+            minigrad_core::Error::Runtime(m) => minigrad_core::Error::Runtime(m.replacen("t()", "t_()", 1)),
+            other => other,
+        }))?;
         set_layout(slf, layout)
     }
 
-    fn transpose_(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyAny>> {
+    fn transpose_(slf: &Bound<'_, Self>, dim0: &Bound<'_, PyAny>, dim1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (dim0, dim1) = (int_arg(dim0, "transpose_", "dim0", 1)?, int_arg(dim1, "transpose_", "dim1", 2)?);
         let layout = slf.borrow().t.layout.transpose(dim0, dim1).map_err(crate::errors::to_py)?;
+        set_layout(slf, layout)
+    }
+
+    fn swapaxes_(slf: &Bound<'_, Self>, axis0: &Bound<'_, PyAny>, axis1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (a, b) = (int_arg(axis0, "swapaxes_", "axis0", 1)?, int_arg(axis1, "swapaxes_", "axis1", 2)?);
+        let layout = slf.borrow().t.layout.transpose(a, b).map_err(crate::errors::to_py)?;
+        set_layout(slf, layout)
+    }
+
+    #[pyo3(signature = (size, stride, storage_offset=None))]
+    fn as_strided_(slf: &Bound<'_, Self>, size: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>, storage_offset: Option<i64>) -> PyResult<Py<PyAny>> {
+        let (size, stride) = (int_list_arg(size, "as_strided_", "size", 1)?, int_list_arg(stride, "as_strided_", "stride", 2)?);
+        let layout = with_t(slf, 0, |x| views::as_strided(x, &size, &stride, storage_offset))?.layout;
         set_layout(slf, layout)
     }
 
@@ -316,13 +365,14 @@ impl TensorBase {
     fn squeeze_(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let dims = match dim {
             None => None,
-            Some(d) => Some(int_list(d)?),
+            Some(d) => Some(int_list_arg(d, "squeeze_", "dim", 1)?),
         };
         let layout = slf.borrow().t.layout.squeeze(dims.as_deref()).map_err(crate::errors::to_py)?;
         set_layout(slf, layout)
     }
 
-    fn unsqueeze_(slf: &Bound<'_, Self>, dim: i64) -> PyResult<Py<PyAny>> {
+    fn unsqueeze_(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let dim = int_arg(dim, "unsqueeze_", "dim", 1)?;
         let layout = slf.borrow().t.layout.unsqueeze(dim).map_err(crate::errors::to_py)?;
         set_layout(slf, layout)
     }
@@ -331,7 +381,7 @@ impl TensorBase {
 
     #[pyo3(signature = (memory_format=None))]
     fn contiguous(slf: &Bound<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let _ = memory_format;
+        no_memory_format(memory_format, "contiguous")?;
         if slf.borrow().t.is_contiguous() {
             return Ok(slf.clone().into_any().unbind());
         }
@@ -342,17 +392,16 @@ impl TensorBase {
 
     #[pyo3(signature = (memory_format=None))]
     fn clone(slf: &Bound<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let _ = memory_format;
+        no_memory_format(memory_format, "clone")?;
         let n = slf.borrow().t.numel();
         let t = with_t(slf, n, |x| Ok(copy::clone(x)))?;
         wrap(slf.py(), t)
     }
 
-    /// Shares memory and the version counter (R7).
+    /// Shares memory and the version counter (R7); not a view (`_base` is None), as in torch.
     fn detach(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = slf.borrow().t.alias();
-        let base = slf.borrow().base.as_ref().map(|b| b.clone_ref(slf.py()));
-        crate::convert::wrap_with_base(slf.py(), t, base)
+        wrap(slf.py(), t)
     }
 
     fn detach_(slf: &Bound<'_, Self>) -> Py<PyAny> {
@@ -393,6 +442,27 @@ impl TensorBase {
         });
         nest(py, &flat, self.t.shape())
     }
+}
+
+/// minigrad has no memory formats besides the default (no `minigrad.channels_last`): any value
+/// given is refused as torch refuses a value that is not a `torch.memory_format`.
+fn no_memory_format(memory_format: Option<&Bound<'_, PyAny>>, method: &str) -> PyResult<()> {
+    match memory_format {
+        Some(m) if !m.is_none() => Err(type_err(format!(
+            "{}(): argument 'memory_format' must be minigrad.memory_format, not {}",
+            method,
+            m.get_type().name()?
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// torch's TypeError for a varargs method called with no arguments at all.
+fn missing_arg(args: &Bound<'_, PyTuple>, method: &str, arg: &str) -> PyResult<()> {
+    if args.is_empty() {
+        return Err(type_err(format!("{}() missing 1 required positional arguments: \"{}\"", method, arg)));
+    }
+    Ok(())
 }
 
 /// Builds nested lists from row-major values.

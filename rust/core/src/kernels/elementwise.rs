@@ -4,10 +4,11 @@
 //! pointer arithmetic. The `_inplace` variants read and write the same elements.
 //!
 //! # Safety (shared by every function here)
-//! Each `Arg` must describe `shape` elements inside its storage. The destination must have no
-//! internal overlap and must not overlap any input, except that in the `_inplace` variants the
-//! destination is also the first input. Storages must stay alive for the call (callers hold the
-//! tensors).
+//! Each `Arg` must describe `shape` elements inside its storage. The destination must not overlap
+//! any input, except that in the `_inplace` variants the destination is also the first input.
+//! Storages must stay alive for the call (callers hold the tensors). A destination whose elements
+//! may alias each other (torch allows writing an `as_strided` view with overlapping strides, and
+//! filling an expanded one) is written sequentially, in iteration order, never from two threads.
 
 use super::iter::Plan;
 use super::parallel::SendPtr;

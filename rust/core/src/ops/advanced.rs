@@ -382,26 +382,14 @@ fn expandable(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len() && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
 }
 
-/// torch's memory-overlap test between a written tensor and one it reads. `full_ok` allows the
-/// very same elements (masked_fill_'s mask); index_put_ refuses them too.
+/// torch's overlap test between a written tensor and one it reads: `full_ok` allows the very
+/// same elements (masked_fill_'s mask, torch's partial check); index_put_ refuses them too.
 fn check_no_overlap(dst: &Tensor, src: &Tensor, full_ok: bool) -> Result<()> {
-    if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
-        return Ok(());
+    if full_ok {
+        crate::ops::write::assert_no_partial_overlap(dst, src)
+    } else {
+        crate::ops::write::assert_no_overlap(dst, src)
     }
-    let same = dst.layout == src.layout;
-    if !same && (!non_overlapping_and_dense(&dst.layout) || !non_overlapping_and_dense(&src.layout)) {
-        // torch cannot tell ("too hard") and goes ahead; the write path reads a copy.
-        return Ok(());
-    }
-    let (Some((a0, a1)), Some((b0, b1))) = (dst.layout.extent(), src.layout.extent()) else {
-        return Ok(());
-    };
-    let full = same || (a0 == b0 && a1 == b1 && dst.strides() == src.strides());
-    let partial = !full && a0 < b1 && b0 < a1;
-    if partial || (full && !full_ok) {
-        return Err(Error::Runtime(OVERLAP.into()));
-    }
-    Ok(())
 }
 
 /// Whether index_put_ becomes masked_fill_ (torch's `canDispatchToMaskedFill`).

@@ -3,11 +3,13 @@
 
 use crate::dtype::{check_castable, result_type, DType, Scalar};
 use crate::element::Element;
+use crate::bail;
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::{map_inplace, zip, zip3, zip_inplace};
+use crate::kernels::elementwise::{map, map_inplace, zip, zip3, zip_inplace};
 use crate::kernels::Arg as K;
-use crate::ops::copy::{copy_kernel, empty_with_layout, preserved_layout};
-use crate::ops::write::{write, Alias};
+use crate::layout::Layout;
+use crate::ops::copy::{cast_input, cast_layout, check_no_partial_overlap, copy_kernel, empty_with_layout, iterator_layout};
+use crate::ops::write::{check_no_internal_overlap, write, Alias};
 use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_all, broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
@@ -33,6 +35,9 @@ pub enum BinaryOp {
     Le,
     Gt,
     Ge,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
 }
 
 pub struct BinaryDef {
@@ -63,34 +68,56 @@ impl BinaryOp {
             Le => ("le", "NotImplemented"),
             Gt => ("gt", "NotImplemented"),
             Ge => ("ge", "NotImplemented"),
+            LogicalAnd => ("logical_and", "NotImplemented"),
+            LogicalOr => ("logical_or", "NotImplemented"),
+            LogicalXor => ("logical_xor", "NotImplemented"),
         };
         BinaryDef { name, node }
     }
 
+    /// Ops whose result is bool whatever they compute in (comparisons and the logical ops).
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+        use BinaryOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor)
+    }
+
+    /// Checks torch makes before anything else (sub refuses any bool operand).
+    pub fn pre_check(self, a: &Arg, b: &Arg) -> Result<()> {
+        if self == BinaryOp::Sub {
+            let (ba, bb) = (a.promotion_dtype() == DType::Bool, b.promotion_dtype() == DType::Bool);
+            if ba && bb {
+                bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
+            }
+            if ba || bb {
+                bail!(Runtime, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+            }
+        }
+        Ok(())
     }
 
     /// (dtype the kernel computes in, dtype of the result) for promoted operand type `common`.
-    pub fn dtypes(self, common: DType, a: &Arg, b: &Arg) -> Result<(DType, DType)> {
+    pub fn dtypes(self, common: DType) -> (DType, DType) {
         use BinaryOp::*;
-        let both_bool = common == DType::Bool;
         match self {
-            Sub if matches!(a.promotion_dtype(), DType::Bool) && matches!(b.promotion_dtype(), DType::Bool) => Err(Error::Runtime(
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.".into(),
-            )),
-            Sub if both_bool => Err(Error::Runtime(
-                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.".into(),
-            )),
-            Div if !common.is_floating() => Ok((DType::Float32, DType::Float32)),
-            BitAnd | BitOr | BitXor if common.is_floating() => Err(Error::NotImplemented(format!(
-                "\"{}_cpu\" not implemented for '{}'",
-                self.def().name,
-                common.scalar_type_name()
-            ))),
-            Eq | Ne | Lt | Le | Gt | Ge => Ok((common, DType::Bool)),
-            _ => Ok((common, common)),
+            Div if !common.is_floating() => (DType::Float32, DType::Float32),
+            Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => (common, DType::Bool),
+            _ => (common, common),
         }
+    }
+
+    /// torch's "not implemented for <dtype>" kernels, raised once shapes and casts are known.
+    pub fn kernel_check(self, compute: DType, b: &Arg) -> Result<()> {
+        use BinaryOp::*;
+        let kernel = match (self, compute) {
+            (BitAnd | BitOr | BitXor, d) if d.is_floating() => format!("{}_cpu", self.def().name),
+            (DivFloor, DType::Bool) => "div_floor_cpu".into(),
+            (DivTrunc, DType::Bool) => "div_trunc_cpu".into(),
+            (Remainder, DType::Bool) => "remainder_cpu".into(),
+            // `b ** True` / `b ** False` are a copy / a fill of ones in torch.
+            (Pow, DType::Bool) if matches!(b, Arg::Tensor(_)) => "pow".into(),
+            _ => return Ok(()),
+        };
+        bail!(NotImplemented, "\"{}\" not implemented for '{}'", kernel, compute.scalar_type_name())
     }
 }
 
@@ -241,14 +268,18 @@ macro_rules! cmp_fn {
             BinaryOp::Le => { let $f = |a: $T, b: $T| a <= b; $body }
             BinaryOp::Gt => { let $f = |a: $T, b: $T| a > b; $body }
             BinaryOp::Ge => { let $f = |a: $T, b: $T| a >= b; $body }
+            BinaryOp::LogicalAnd => { let $f = |a: $T, b: $T| a.to_bool() && b.to_bool(); $body }
+            BinaryOp::LogicalOr => { let $f = |a: $T, b: $T| a.to_bool() || b.to_bool(); $body }
+            BinaryOp::LogicalXor => { let $f = |a: $T, b: $T| a.to_bool() != b.to_bool(); $body }
             _ => unreachable!(),
         }
     }};
 }
 
 /// Integer division/remainder by zero raises, as torch does.
-fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor) -> Result<()> {
-    if !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
+/// (Only when the op computes anything: an empty result divides nothing.)
+fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor, out_numel: usize) -> Result<()> {
+    if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
         return Ok(());
     }
     let has_zero = crate::dispatch!(compute, T => b.to_vec::<T>().iter().any(|v| v.to_i64() == 0));
@@ -313,17 +344,28 @@ fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode) {
     }
 }
 
-/// torch's output layout for an elementwise result: the memory order of the first operand of
-/// the output's shape that is non-overlapping and dense, else row-major.
-fn output_like(shape: &[usize], args: &[&Arg], dtype: DType) -> Tensor {
-    for a in args {
-        if let Arg::Tensor(t) = a {
-            if t.shape() == shape && t.ndim() > 1 {
-                return empty_with_layout(&preserved_layout(t), dtype);
+/// The result of an elementwise op over `args` (cast to `compute`), laid out as torch's
+/// TensorIterator lays it out. `where`'s condition (`cond`) takes part but is never cast.
+fn output_like(op: Option<BinaryOp>, shape: &[usize], cond: Option<&Tensor>, args: &[&Arg], compute: DType, dtype: DType) -> Tensor {
+    if let (Some(BinaryOp::Pow), [a, b]) = (op, args) {
+        match (a, b) {
+            // pow(number, tensor) allocates a plain contiguous result of the exponent's shape;
+            // pow(tensor, number) is a unary op over the (cast) base.
+            (Arg::Scalar(_), Arg::Tensor(_)) => return Tensor::empty(shape, dtype),
+            (Arg::Tensor(t), Arg::Scalar(_)) => {
+                return empty_with_layout(&iterator_layout(shape, &[&cast_layout(t, compute)]), dtype)
             }
+            _ => {}
         }
     }
-    Tensor::empty(shape, dtype)
+    let scalar = Layout::contiguous(&[]);
+    let mut layouts: Vec<Layout> = cond.map(|c| c.layout.clone()).into_iter().collect();
+    layouts.extend(args.iter().map(|a| match a {
+        Arg::Tensor(t) => cast_layout(t, compute),
+        Arg::Scalar(_) => scalar.clone(),
+    }));
+    let refs: Vec<&Layout> = layouts.iter().collect();
+    empty_with_layout(&iterator_layout(shape, &refs), dtype)
 }
 
 /// Validates alpha for add/sub like torch.
@@ -356,23 +398,26 @@ fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>) -> Result<Arg> {
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    op.pre_check(a, b)?;
+    check_int_pow(op, a, b)?;
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let common = result_type(&[a.promotion(), b.promotion()]);
-    let (compute, out_dtype) = op.dtypes(common, a, b)?;
+    let (compute, out_dtype) = op.dtypes(common);
     check_alpha(alpha, common)?;
+    op.kernel_check(compute, b)?;
+    let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype);
     let b = apply_alpha(op, b.clone(), alpha)?;
     let (ta, tb) = (a.as_tensor(compute), b.as_tensor(compute));
-    check_int_zero_division(op, compute, &tb)?;
-    check_int_pow(op, compute, &tb)?;
-    let out = output_like(&shape, &[a, &b], out_dtype);
+    check_int_zero_division(op, compute, &tb, out.numel())?;
     run(op, &out, &ta, &tb, Mode::Fresh);
     Ok(out)
 }
 
-fn check_int_pow(op: BinaryOp, compute: DType, b: &Tensor) -> Result<()> {
-    if op == BinaryOp::Pow && compute.is_integral(false) {
-        let neg = crate::dispatch!(compute, T => b.to_vec::<T>().iter().any(|v| v.to_i64() < 0));
-        if neg {
+/// torch refuses an integral base with a negative integral Python-number exponent (a tensor
+/// exponent instead gives 0, or ±1 for a base of ±1).
+fn check_int_pow(op: BinaryOp, a: &Arg, b: &Arg) -> Result<()> {
+    if let (BinaryOp::Pow, Arg::Scalar(s)) = (op, b) {
+        if a.promotion_dtype().is_integral(true) && !s.is_floating() && s.to_i64() < 0 {
             return Err(Error::Runtime("Integers to negative integer powers are not allowed.".into()));
         }
     }
@@ -383,16 +428,23 @@ fn check_int_pow(op: BinaryOp, compute: DType, b: &Tensor) -> Result<()> {
 /// castable to a's dtype (R45). Returns nothing; the caller returns `a` itself.
 pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
     let aa = Arg::Tensor(a.clone());
+    op.pre_check(&aa, b)?;
+    check_int_pow(op, &aa, b)?;
+    // torch's order: overlap, broadcast, result shape (R44), cast (R45), then the kernel.
+    check_no_internal_overlap(a)?;
+    if let Arg::Tensor(bt) = b {
+        check_no_partial_overlap(a, bt)?;
+    }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     check_inplace_shape(a.shape(), &shape)?;
     let common = result_type(&[aa.promotion(), b.promotion()]);
-    let (compute, out_dtype) = op.dtypes(common, &aa, b)?;
+    let (compute, out_dtype) = op.dtypes(common);
     check_castable(out_dtype, a.dtype())?;
     check_alpha(alpha, common)?;
+    op.kernel_check(compute, b)?;
     let b = apply_alpha(op, b.clone(), alpha)?;
     let tb = b.as_tensor(compute);
-    check_int_zero_division(op, compute, &tb)?;
-    check_int_pow(op, compute, &tb)?;
+    check_int_zero_division(op, compute, &tb, a.numel())?;
     write(a, &[&tb], |reads| {
         let (b_read, alias) = &reads[0];
         if compute == a.dtype() && out_dtype == a.dtype() {
@@ -419,8 +471,8 @@ pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     }
     let shape = broadcast_all(&[cond.shape(), a.shape(), b.shape()])?;
     let dtype = result_type(&[a.promotion(), b.promotion()]);
+    let out = output_like(None, &shape, Some(cond), &[a, b], dtype, dtype);
     let (ta, tb) = (a.as_tensor(dtype), b.as_tensor(dtype));
-    let out = Tensor::empty(&shape, dtype);
     let (sc, sa, sb) = (broadcast_strides(cond, &shape), broadcast_strides(&ta, &shape), broadcast_strides(&tb, &shape));
     crate::dispatch!(dtype, T => {
         // SAFETY: out is fresh; inputs are read only.
@@ -432,51 +484,171 @@ pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `clamp(min, max)` with tensor or number bounds (either may be absent, not both).
-pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
+/// torch's clamp: NaN in the input or a bound gives NaN; otherwise the value is raised to `lo`,
+/// then lowered to `hi` (so `lo > hi` gives `hi`). `x != x` is false for integers and bools.
+#[allow(clippy::eq_op)]
+fn clamp3<T: Element>(x: T, lo: Option<T>, hi: Option<T>) -> T {
+    if x != x {
+        return x;
+    }
+    let mut v = x;
+    if let Some(lo) = lo {
+        if lo != lo {
+            return lo;
+        }
+        if v < lo {
+            v = lo;
+        }
+    }
+    if let Some(hi) = hi {
+        if hi != hi {
+            return hi;
+        }
+        if v > hi {
+            v = hi;
+        }
+    }
+    v
+}
+
+/// `clamp`/`clamp_min`/`clamp_max` with Python-number bounds (torch's `clamp.Scalar`, where a 0-d
+/// tensor bound also counts as a number): computed in `x`'s dtype promoted by the bounds (floats
+/// stay), laid out as a unary op. In place, the promoted type must be `x`'s own.
+pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
-        return Err(Error::Runtime("torch.clamp: At least one of 'min' or 'max' must not be None".into()));
+        bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
     }
-    // clamp(x, lo, hi) = minimum(maximum(x, lo), hi), with torch's promotion over all three.
-    let mut ops = vec![Arg::Tensor(x.clone()).promotion()];
-    for b in [min, max].into_iter().flatten() {
-        ops.push(b.promotion());
+    let dtype = if x.dtype().is_floating() {
+        x.dtype()
+    } else {
+        let mut ops = vec![Arg::Tensor(x.clone()).promotion()];
+        ops.extend([min, max].into_iter().flatten().map(|s| Arg::Scalar(s).promotion()));
+        result_type(&ops)
+    };
+    if in_place && dtype != x.dtype() {
+        bail!(Runtime, "result type {} can't be cast to the desired output type {}", dtype.scalar_type_name(), x.dtype().type_meta_name());
     }
-    let dtype = result_type(&ops);
-    if x.dtype() == DType::Bool && dtype == DType::Bool {
-        return Err(Error::NotImplemented("\"clamp_cpu\" not implemented for 'Bool'".into()));
-    }
-    let mut cur = Arg::Tensor(crate::ops::copy::cast_input(x, dtype));
-    let mut fresh = cur.clone();
-    if let Some(lo) = min {
-        fresh = Arg::Tensor(binary(BinaryOp::Maximum, &cur, lo, None)?);
-        cur = fresh.clone();
-    }
-    if let Some(hi) = max {
-        fresh = Arg::Tensor(binary(BinaryOp::Minimum, &cur, hi, None)?);
-    }
-    let Arg::Tensor(result) = fresh else { unreachable!() };
-    // min > max: torch sets everything to max, which minimum(maximum(..)) already does.
     if in_place {
+        check_no_internal_overlap(x)?;
+    }
+    if dtype == DType::Bool {
+        let kernel = match (min, max) {
+            (Some(_), Some(_)) => "clamp_scalar_cpu",
+            (Some(_), None) => "clamp_min_scalar_cpu",
+            _ => "clamp_max_scalar_cpu",
+        };
+        bail!(NotImplemented, "\"{}\" not implemented for 'Bool'", kernel);
+    }
+    // Both bounds given and either is NaN: torch fills the result with NaN.
+    let nan_fill = matches!((min, max), (Some(a), Some(b)) if a.to_f64().is_nan() || b.to_f64().is_nan());
+    let body = |dst: &Tensor, src: &Tensor, inplace: bool| {
+        crate::dispatch!(dtype, T => {
+            let (lo, hi) = (min.map(T::from_scalar), max.map(T::from_scalar));
+            let nan = T::from_f64(f64::NAN);
+            let f = move |v: T| if nan_fill { nan } else { clamp3(v, lo, hi) };
+            // SAFETY: dst is fresh, or is src itself with no zero-stride aliasing (checked above).
+            unsafe {
+                if inplace { map_inplace::<T>(dst.shape(), K::of(dst), f) } else { map::<T, T>(dst.shape(), K::of(dst), K::of(src), f) }
+            }
+        })
+    };
+    if in_place {
+        write(x, &[x], |_| {
+            body(x, x, true);
+            Ok(())
+        })?;
+        return Ok(x.clone());
+    }
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype);
+    body(&out, &cast_input(x, dtype), false);
+    Ok(out)
+}
+
+/// `clamp`/`clamp_min`/`clamp_max` with tensor bounds (torch's `clamp.Tensor`): an elementwise op
+/// over `x` and the bounds with full type promotion and broadcasting.
+pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    }
+    let bounds: Vec<&Tensor> = [min, max].into_iter().flatten().collect();
+    if in_place {
+        check_no_internal_overlap(x)?;
+        for b in &bounds {
+            check_no_partial_overlap(x, b)?;
+        }
+    }
+    let mut shapes = vec![x.shape()];
+    shapes.extend(bounds.iter().map(|b| b.shape()));
+    let shape = broadcast_all(&shapes)?;
+    let mut ops = vec![Arg::Tensor(x.clone()).promotion()];
+    ops.extend(bounds.iter().map(|b| Arg::Tensor((*b).clone()).promotion()));
+    let dtype = result_type(&ops);
+    if in_place {
+        check_inplace_shape(x.shape(), &shape)?;
         check_castable(dtype, x.dtype())?;
-        check_inplace_shape(x.shape(), result.shape())?;
-        write(x, &[&result], |reads| {
+    }
+    // (one tensor bound is maximum/minimum in torch, which bools support; two are not)
+    if dtype == DType::Bool && bounds.len() == 2 {
+        bail!(NotImplemented, "\"clamp_cpu\" not implemented for 'Bool'");
+    }
+    let out = if in_place {
+        Tensor::empty(&shape, dtype)
+    } else {
+        let mut layouts = vec![cast_layout(x, dtype)];
+        layouts.extend(bounds.iter().map(|b| cast_layout(b, dtype)));
+        let refs: Vec<&Layout> = layouts.iter().collect();
+        empty_with_layout(&iterator_layout(&shape, &refs), dtype)
+    };
+    let tx = cast_input(x, dtype);
+    let sx = broadcast_strides(&tx, &shape);
+    let cast: Vec<Tensor> = bounds.iter().map(|b| cast_input(b, dtype)).collect();
+    let strides: Vec<Vec<isize>> = cast.iter().map(|b| broadcast_strides(b, &shape)).collect();
+    crate::dispatch!(dtype, T => {
+        // SAFETY: out is fresh; every input is only read.
+        unsafe {
+            match (min.is_some(), max.is_some()) {
+                (true, true) => zip3::<T, T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
+                    K::broadcast(&cast[1], &strides[1]), |v, lo, hi| clamp3(v, Some(lo), Some(hi))),
+                (true, false) => zip::<T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
+                    |v, lo| clamp3(v, Some(lo), None)),
+                _ => zip::<T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
+                    |v, hi| clamp3(v, None, Some(hi))),
+            }
+        }
+    });
+    if in_place {
+        write(x, &[&out], |reads| {
             copy_kernel(x, &reads[0].0);
             Ok(())
         })?;
         return Ok(x.clone());
     }
-    Ok(result)
+    Ok(out)
+}
+
+/// `clamp(min, max)` with tensor or number bounds (either may be absent, not both): tensor
+/// bounds take `clamp_tensor`, numbers (and 0-d tensors mixed with numbers) `clamp_scalar`.
+pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
+    let number = |a: &Arg| matches!(a, Arg::Scalar(_));
+    if min.is_some_and(number) || max.is_some_and(number) {
+        let scalar = |a: Option<&Arg>| -> Result<Option<Scalar>> {
+            match a {
+                None => Ok(None),
+                Some(Arg::Scalar(s)) => Ok(Some(*s)),
+                Some(Arg::Tensor(t)) => t.item().map(Some),
+            }
+        };
+        return clamp_scalar(x, scalar(min)?, scalar(max)?, in_place);
+    }
+    let tensor = |a: Option<&Arg>| match a {
+        Some(Arg::Tensor(t)) => Some(t.clone()),
+        _ => None,
+    };
+    clamp_tensor(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place)
 }
 
 /// `masked_fill(mask, value)`; in place writes through the write path.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
-    if mask.dtype() != DType::Bool {
-        return Err(Error::Runtime(format!(
-            "masked_fill_ only supports boolean masks, but got mask with dtype {}",
-            mask.dtype().name()
-        )));
-    }
     let v = match value {
         Arg::Scalar(s) => *s,
         Arg::Tensor(t) => {
@@ -489,8 +661,8 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
             t.item()?
         }
     };
-    if !x.dtype().is_floating() && v.is_floating() {
-        // torch casts silently for 0-d tensors but follows the scalar rule for numbers.
+    if mask.dtype() != DType::Bool {
+        bail!(Runtime, "masked_fill_ only supports boolean masks, but got mask with dtype {}", mask.dtype().type_meta_name());
     }
     let target = if in_place {
         let shape = broadcast_shapes(x.shape(), mask.shape())?;

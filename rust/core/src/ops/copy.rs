@@ -1,6 +1,8 @@
 //! Copies and casts: contiguous, clone, to(dtype), and the cast-copy kernel they share.
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::element::Element;
 use crate::kernels::elementwise::map;
 use crate::kernels::Arg;
@@ -16,7 +18,7 @@ pub fn copy_kernel(dst: &Tensor, src: &Tensor) {
     let strides = broadcast_strides(src, dst.shape());
     crate::dispatch!(dst.dtype(), D => crate::dispatch!(src.dtype(), S => {
         // SAFETY: both layouts lie inside their storages; dst does not overlap src (caller).
-        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, &strides), |x| D::cast_from(x)) }
+        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, &strides), D::cast_from) }
     }))
 }
 
@@ -36,31 +38,207 @@ pub fn contiguous(t: &Tensor) -> Tensor {
     }
 }
 
-/// Strides for a new tensor that keeps `t`'s memory order (torch's `preserve_format`) when `t`
-/// is non-overlapping and dense; plain row-major strides otherwise.
-pub fn preserved_layout(t: &Tensor) -> Layout {
-    let l = &t.layout;
-    if l.is_contiguous() || l.has_internal_overlap() {
-        return Layout::contiguous(l.shape.as_slice());
+/// torch's `is_non_overlapping_and_dense`: the elements fill a block of memory exactly, in some
+/// order of the dims (size-0 and size-1 dims may have any stride). Contiguous layouts, empty ones
+/// included, always qualify.
+pub fn is_non_overlapping_and_dense(l: &Layout) -> bool {
+    if l.is_contiguous() {
+        return true;
     }
     let n = l.ndim();
+    if n == 1 {
+        return l.shape[0] < 2 || l.strides[0] == 1;
+    }
     let mut perm: Vec<usize> = (0..n).collect();
-    // Innermost first: ascending stride; ties keep the later dim inner, as in torch.
-    perm.sort_by(|&a, &b| l.strides[a].cmp(&l.strides[b]).then(b.cmp(&a)));
+    // Dims of size < 2 last, the rest by increasing stride.
+    perm.sort_by_key(|&d| (l.shape[d] < 2, l.strides[d]));
+    let mut require: isize = 1;
+    for &d in &perm {
+        if l.shape[d] < 2 {
+            return true;
+        }
+        if l.strides[d] != require {
+            return false;
+        }
+        require *= l.shape[d] as isize;
+    }
+    true
+}
+
+/// torch's `is_contiguous(memory_format=torch.channels_last)` for a 4-d layout (dims in the order
+/// C, W, H, N from the innermost out; size-1 dims may have any stride).
+fn is_channels_last_contiguous(l: &Layout) -> bool {
+    if l.ndim() != 4 {
+        return false;
+    }
+    let mut expected: isize = 1;
+    for d in [1, 3, 2, 0] {
+        if l.shape[d] != 1 {
+            if l.strides[d] != expected {
+                return false;
+            }
+            expected *= l.shape[d] as isize;
+        }
+    }
+    true
+}
+
+/// The order in which torch lays out the dims of a new tensor computed from operands with the given
+/// strides (TensorIterator's `reorder_dimensions`, also `infer_dense_strides`): innermost dim first.
+/// Each operand's strides are over `shape`, 0 where it is broadcast. An operand decides a pair of
+/// dims only when both strides are nonzero and differ (or are equal and the first dim is larger);
+/// otherwise the next operand is asked, and undecided pairs keep their logical order.
+fn stride_order(shape: &[usize], operands: &[Vec<isize>]) -> Vec<usize> {
+    let n = shape.len();
+    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for s in operands {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    // Insertion sort that tolerates undecided comparisons, exactly as torch's.
+    for i in 1..n {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                c if c > 0 => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+/// torch's `preserve_format` layout for a new tensor like `t` (`clone()`, `to(dtype)`, `*_like`):
+/// `t`'s own strides when it is non-overlapping and dense, else dense strides in `t`'s dim order.
+pub fn preserved_layout(t: &Tensor) -> Layout {
+    preserve_format(&t.layout)
+}
+
+pub fn preserve_format(l: &Layout) -> Layout {
+    if is_non_overlapping_and_dense(l) {
+        return Layout { shape: l.shape.clone(), strides: l.strides.clone(), offset: 0 };
+    }
+    let n = l.ndim();
+    let mut strides = vec![1isize; n];
+    if n > 1 {
+        let mut acc: isize = 1;
+        for d in stride_order(&l.shape, std::slice::from_ref(&l.strides)) {
+            strides[d] = acc;
+            if l.shape[d] > 1 {
+                acc *= l.shape[d] as isize;
+            }
+        }
+    }
+    Layout { shape: l.shape.clone(), strides, offset: 0 }
+}
+
+/// The layout torch's TensorIterator gives the result of an elementwise op whose (already cast)
+/// inputs have layouts `inputs` and broadcast to `shape`. A Python number is a 0-d layout.
+/// Same-shape inputs that are all contiguous, all channels-last, or all dense with one set of
+/// strides give that layout; otherwise the dims are ordered as the inputs' strides suggest.
+pub fn iterator_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
+    if inputs.iter().all(|l| l.shape == shape) {
+        if inputs.iter().all(|l| l.is_contiguous()) {
+            return Layout::contiguous(shape);
+        }
+        if inputs.iter().all(|l| is_channels_last_contiguous(l)) {
+            let (c, h, w) = (shape[1] as isize, shape[2] as isize, shape[3] as isize);
+            return Layout { shape: shape.to_vec(), strides: vec![c * h * w, 1, c * w, c], offset: 0 };
+        }
+        if let Some(last) = inputs.last() {
+            if inputs.iter().all(|l| is_non_overlapping_and_dense(l) && l.strides == last.strides) {
+                return Layout { shape: shape.to_vec(), strides: last.strides.clone(), offset: 0 };
+            }
+        }
+    }
+    let n = shape.len();
+    if n <= 1 {
+        return Layout::contiguous(shape);
+    }
+    let operands: Vec<Vec<isize>> = inputs
+        .iter()
+        .map(|l| {
+            let k = l.ndim();
+            (0..n)
+                .map(|d| match (d + k).checked_sub(n) {
+                    Some(j) if !(l.shape[j] == 1 && shape[d] != 1) => l.strides[j],
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
+    let perm = stride_order(shape, &operands);
+    if perm.iter().copied().eq((0..n).rev()) {
+        return Layout::contiguous(shape);
+    }
     let mut strides = vec![0isize; n];
     let mut acc: isize = 1;
-    for &d in &perm {
+    for d in perm {
         strides[d] = acc;
-        acc *= l.shape[d].max(1) as isize;
+        acc *= shape[d] as isize;
     }
-    let dense = Layout { shape: l.shape.clone(), strides: strides.clone(), offset: 0 };
-    // Only "dense" inputs (memory exactly filled) keep their order.
-    let extent = l.extent().map(|(lo, hi)| (hi - lo) as usize).unwrap_or(0);
-    if extent == l.numel() {
-        dense
+    Layout { shape: shape.to_vec(), strides, offset: 0 }
+}
+
+/// The layout an input of an elementwise op has once cast to the compute dtype: itself, or (torch
+/// casts with `to()`) its preserve-format copy.
+pub fn cast_layout(t: &Tensor, dtype: DType) -> Layout {
+    if t.dtype() == dtype {
+        t.layout.clone()
     } else {
-        Layout::contiguous(l.shape.as_slice())
+        preserved_layout(t)
     }
+}
+
+pub use crate::ops::write::assert_no_partial_overlap as check_no_partial_overlap;
+
+/// `dst.copy_(src)`: `src` broadcast to `dst`'s shape (R44) and cast to its dtype, through the
+/// write path. Copying a tensor onto its very own elements writes nothing but still counts as
+/// a write (the version goes up), as in torch, where it also skips the overlap checks.
+pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.same_storage(src) && dst.layout == src.layout {
+        crate::ops::write::bump_metadata(dst);
+        return Ok(());
+    }
+    crate::ops::write::check_no_internal_overlap(dst)?;
+    check_no_partial_overlap(dst, src)?;
+    let shape = broadcast_shapes(dst.shape(), src.shape())?;
+    check_inplace_shape(dst.shape(), &shape)?;
+    crate::ops::write::write(dst, &[src], |reads| {
+        copy_kernel(dst, &reads[0].0);
+        Ok(())
+    })
+}
+
+/// `fill_(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
+/// same value), so the write goes to the distinct elements: dims of stride 0 are dropped first.
+pub fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
+    let mut distinct = dst.layout.clone();
+    for (s, &st) in distinct.shape.iter_mut().zip(&dst.layout.strides) {
+        if st == 0 {
+            *s = (*s).min(1);
+        }
+    }
+    let target = Tensor { layout: distinct, ..dst.clone() };
+    crate::ops::write::write(&target, &[], |_| {
+        crate::kernels::fill::fill(&target, value);
+        Ok(())
+    })
 }
 
 /// An empty tensor laid out like `layout` (offset 0, storage just large enough).
@@ -98,3 +276,49 @@ pub fn cast_input(t: &Tensor, dtype: DType) -> Tensor {
 
 #[allow(dead_code)]
 fn _assert_element_bound<T: Element>() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(shape: &[usize], strides: &[isize]) -> Layout {
+        Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: 0 }
+    }
+
+    // Expected strides below were read off torch 2.13 (clone(), exp(), a + b).
+    #[test]
+    fn preserve_format_like_torch() {
+        // dense: kept exactly, size-1 strides included
+        assert_eq!(preserve_format(&l(&[3, 1], &[1, 1])).strides, vec![1, 1]);
+        assert_eq!(preserve_format(&l(&[3, 4], &[1, 3])).strides, vec![1, 3]);
+        // zeros(4,6)[:, ::2].t(): not dense, dim order kept
+        assert_eq!(preserve_format(&l(&[3, 4], &[2, 6])).strides, vec![1, 3]);
+        // zeros(2,3,4,5).permute(0,2,3,1)[..., ::2]
+        assert_eq!(preserve_format(&l(&[2, 4, 5, 2], &[60, 5, 1, 40])).strides, vec![40, 5, 1, 20]);
+        // an empty tensor is contiguous, hence dense: strides kept
+        assert_eq!(preserve_format(&l(&[3, 0, 1], &[0, 0, 0])).strides, vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn iterator_layout_like_torch() {
+        let scalar = Layout::contiguous(&[]);
+        // zeros(3,4)[:, :1] (strides (4,1)) + 1 -> contiguous
+        assert_eq!(iterator_layout(&[3, 1], &[&l(&[3, 1], &[4, 1]), &scalar]).strides, vec![1, 1]);
+        // zeros(2,3).t() + zeros(4,1,1) -> (6,1,3)
+        let t = l(&[3, 2], &[1, 3]);
+        assert_eq!(iterator_layout(&[4, 3, 2], &[&t, &Layout::contiguous(&[4, 1, 1])]).strides, vec![6, 1, 3]);
+        // zeros(2,0).t() + 1 -> (1,0)
+        assert_eq!(iterator_layout(&[0, 2], &[&l(&[0, 2], &[1, 1]), &scalar]).strides, vec![1, 0]);
+        // same-shape dense inputs with equal strides: those strides
+        assert_eq!(iterator_layout(&[3, 4], &[&l(&[3, 4], &[1, 3]), &l(&[3, 4], &[1, 3])]).strides, vec![1, 3]);
+        // ... but a contiguous input among them makes the order follow the strict comparisons
+        assert_eq!(iterator_layout(&[3, 4], &[&l(&[3, 4], &[1, 3]), &l(&[3, 4], &[4, 1])]).strides, vec![1, 3]);
+    }
+
+    #[test]
+    fn dense_and_channels_last() {
+        assert!(is_non_overlapping_and_dense(&l(&[2, 3], &[1, 2])));
+        assert!(!is_non_overlapping_and_dense(&l(&[2, 3], &[1, 3])));
+        assert!(is_channels_last_contiguous(&l(&[2, 3, 4, 5], &[60, 1, 15, 3])));
+    }
+}

@@ -31,19 +31,25 @@ fn fill_with<T: Element>(shape: &[usize], mut next: impl FnMut() -> T) -> Tensor
 
 fn require_float(dtype: DType, what: &str) -> Result<()> {
     if !dtype.is_floating() {
-        return Err(Error::Runtime(format!("\"{}\" not implemented for '{}'", what, dtype.scalar_type_name())));
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", what, dtype.scalar_type_name())));
     }
     Ok(())
 }
 
-/// Uniform on [0, 1).
+/// Uniform on [0, 1) (drawn in the dtype's own precision, so float32 never rounds up to 1).
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
     require_float(dtype, "check_uniform_bounds")?;
-    Ok(with_rng(|r| crate::dispatch_float!(dtype, T => fill_with::<T>(shape, || T::from_f64(r.random::<f64>())), _ => unreachable!())))
+    Ok(with_rng(|r| match dtype {
+        DType::Float32 => fill_with::<f32>(shape, || r.random::<f32>()),
+        _ => fill_with::<f64>(shape, || r.random::<f64>()),
+    }))
 }
 
-/// Standard normal.
+/// Standard normal. (torch never reaches the float-only kernel for an empty tensor.)
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    if shape.contains(&0) {
+        return Ok(Tensor::empty(shape, dtype));
+    }
     require_float(dtype, "normal_kernel_cpu")?;
     Ok(with_rng(|r| {
         crate::dispatch_float!(dtype, T => fill_with::<T>(shape, || {
@@ -61,13 +67,46 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
             low, high
         )));
     }
+    let (min, max) = match dtype {
+        DType::Bool => (0, 1),
+        DType::Int32 => (i32::MIN as i64, i32::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    };
+    for (v, name) in [(low, "from"), (high - 1, "to - 1")] {
+        if !dtype.is_floating() && !(min..=max).contains(&v) {
+            return Err(Error::Runtime(format!("{} is out of bounds for {}", name, dtype.type_meta_name())));
+        }
+    }
     Ok(with_rng(|r| crate::dispatch!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high))))))
 }
 
 /// Fills an existing tensor's elements in place with uniform [from, to) values (kernel level;
 /// `uniform_`/`normal_` call it inside the write path).
-pub fn uniform_values(n: usize, from: f64, to: f64) -> Vec<f64> {
-    with_rng(|r| (0..n).map(|_| from + (to - from) * r.random::<f64>()).collect())
+fn next_down_f32(x: f32) -> f32 {
+    if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else if x < 0.0 {
+        f32::from_bits(x.to_bits() + 1)
+    } else {
+        -f32::from_bits(1)
+    }
+}
+
+/// Values for `uniform_` on a tensor of `dtype`: in [from, to) once rounded to that dtype.
+pub fn uniform_values(n: usize, from: f64, to: f64, dtype: DType) -> Vec<f64> {
+    with_rng(|r| {
+        (0..n)
+            .map(|_| {
+                let v = from + (to - from) * r.random::<f64>();
+                if dtype == DType::Float32 && (v as f32) >= (to as f32) && from < to {
+                    // the largest float32 below `to`
+                    next_down_f32(to as f32) as f64
+                } else {
+                    v
+                }
+            })
+            .collect()
+    })
 }
 
 pub fn normal_values(n: usize, mean: f64, std: f64) -> Vec<f64> {
@@ -81,51 +120,106 @@ pub fn normal_values(n: usize, mean: f64, std: f64) -> Vec<f64> {
     })
 }
 
-/// torch.arange. Float arguments default to float32, integers to int64.
+/// A double as C++'s `ostream << double` prints it (`%g`, 6 significant digits), for messages.
+pub fn fmt_g(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let e = format!("{:.5e}", v);
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    if (-4..6).contains(&exp) {
+        trim(format!("{:.*}", (5 - exp) as usize, v))
+    } else {
+        format!("{}e{}{:02}", trim(mantissa.to_string()), if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+/// torch.arange (`arange_out`, `compute_arange_size` and the CPU kernel): the bounds are checked
+/// in double; the length is computed in double, except for int64, where it is exact integer
+/// arithmetic on the bounds and step truncated to integers; element i is `start + step * i` in the
+/// dtype's accumulation type (double for floats, int64 for integers: float arguments truncated).
+/// Float arguments default to float32, integers to int64.
 pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) -> Result<Tensor> {
     let any_float = [start, end, step].iter().any(|s| s.is_floating());
     let dtype = dtype.unwrap_or(if any_float { DType::Float32 } else { DType::Int64 });
-    let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-    if st == 0.0 {
+    if dtype == DType::Bool {
+        return Err(Error::NotImplemented("\"arange_cpu\" not implemented for 'Bool'".into()));
+    }
+    let (ds, de, dst) = (start.to_f64(), end.to_f64(), step.to_f64());
+    if dst == 0.0 || dst.is_nan() {
         return Err(Error::Runtime("step must be nonzero".into()));
     }
-    if !s.is_finite() || !e.is_finite() {
-        return Err(Error::Runtime(format!("unsupported range: {} -> {}", s, e)));
+    if !ds.is_finite() || !de.is_finite() {
+        return Err(Error::Runtime(format!("unsupported range: {} -> {}", fmt_g(ds), fmt_g(de))));
     }
-    if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+    if !((dst > 0.0 && de >= ds) || (dst < 0.0 && de <= ds)) {
         return Err(Error::Runtime("upper bound and lower bound inconsistent with step sign".into()));
     }
-    let n = if any_float || dtype.is_floating() {
-        ((e - s) / st).ceil()
-    } else {
-        let (si, ei, sti) = (start.to_i64(), end.to_i64(), step.to_i64());
-        ((ei - si + sti - sti.signum()) / sti) as f64
-    };
-    let n = n.max(0.0) as usize;
-    Ok(crate::dispatch!(dtype, T => {
-        if dtype.is_floating() {
-            let v: Vec<T> = (0..n).map(|i| T::from_f64(s + i as f64 * st)).collect();
-            Tensor::from_vec(v, &[n])?
-        } else {
-            let (si, sti) = (start.to_i64(), step.to_i64());
-            let v: Vec<T> = (0..n).map(|i| if any_float { T::from_f64(s + i as f64 * st) } else { T::from_i64(si + i as i64 * sti) }).collect();
-            Tensor::from_vec(v, &[n])?
+    let (s, e, st) = (start.to_i64(), end.to_i64(), step.to_i64());
+    let size_d = if dtype == DType::Int64 {
+        if st == 0 {
+            return Err(Error::Value("step must be nonzero".into()));
         }
+        let num = (e as i128) - (s as i128) + (st as i128) - (st.signum() as i128);
+        (num / st as i128) as f64
+    } else {
+        ((de - ds) / dst).ceil()
+    };
+    if !(size_d >= 0.0 && size_d <= i64::MAX as f64) {
+        return Err(Error::Runtime("invalid size, possible overflow?".into()));
+    }
+    let n = size_d as usize;
+    Ok(crate::dispatch!(dtype, T => {
+        let v: Vec<T> = if dtype.is_floating() {
+            (0..n).map(|i| T::from_f64(ds + dst * i as f64)).collect()
+        } else {
+            (0..n).map(|i| T::from_i64(s.wrapping_add(st.wrapping_mul(i as i64)))).collect()
+        };
+        Tensor::from_vec(v, &[n])?
     }))
 }
 
-/// torch.linspace: symmetric from both ends as torch computes it.
-pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
+/// torch.linspace and its CPU kernel: `start`/`end` are cast to the dtype first, the step is
+/// computed in the dtype (double for integers), and the two halves are filled from either end.
+/// One step is `start` itself; bool has no kernel.
+pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<Tensor> {
     if steps < 0 {
         return Err(Error::Runtime("number of steps must be non-negative".into()));
     }
     let n = steps as usize;
-    let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+    if n == 1 {
+        return Ok(Tensor::full(&[1], start, dtype));
+    }
+    if n == 0 {
+        return Ok(Tensor::empty(&[0], dtype));
+    }
     let half = n / 2;
-    let vals: Vec<f64> = (0..n)
-        .map(|i| if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 })
-        .collect();
-    Ok(crate::dispatch!(dtype, T => Tensor::from_vec(vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>(), &[n])?))
+    macro_rules! fill {
+        ($T:ty, $S:ty, $to:expr) => {{
+            let (a, b) = (<$T>::from_scalar(start), <$T>::from_scalar(end));
+            let (fa, fb) = (a as $S, b as $S);
+            let step = (fb - fa) / (n - 1) as $S;
+            let v: Vec<$T> = (0..n)
+                .map(|i| if i < half { $to(fa + step * i as $S) } else { $to(fb - step * (n - i - 1) as $S) })
+                .collect();
+            Tensor::from_vec(v, &[n])?
+        }};
+    }
+    Ok(match dtype {
+        DType::Float32 => fill!(f32, f32, |x: f32| x),
+        DType::Float64 => fill!(f64, f64, |x: f64| x),
+        DType::Int64 => fill!(i64, f64, |x: f64| x as i64),
+        DType::Int32 => fill!(i32, f64, |x: f64| x as i32),
+        DType::Bool => return Err(Error::NotImplemented("\"linspace_cpu\" not implemented for 'Bool'".into())),
+    })
 }
 
 pub fn eye(n: i64, m: Option<i64>, dtype: DType) -> Result<Tensor> {
@@ -146,4 +240,18 @@ pub fn eye(n: i64, m: Option<i64>, dtype: DType) -> Result<Tensor> {
         }
     });
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_double_formatting() {
+        // what `std::cout << double` prints (checked against torch's messages)
+        for (v, s) in [(0.5, "0.5"), (0.0, "0"), (0.1234567, "0.123457"), (1e20, "1e+20"), (1.0, "1"), (f64::NAN, "nan"),
+                       (f64::NEG_INFINITY, "-inf"), (123456.0, "123456"), (1234567.0, "1.23457e+06"), (1e-5, "1e-05"), (0.0001, "0.0001")] {
+            assert_eq!(fmt_g(v), s);
+        }
+    }
 }

@@ -47,27 +47,10 @@ fn index_i64(index: &Tensor) -> Tensor {
     contiguous(&cast_input(index, DType::Int64))
 }
 
-/// torch's `assert_no_overlap`: refuses a written tensor that shares memory with an input when
-/// both are dense (torch cannot tell for other layouts, and lets those through).
-fn assert_no_overlap(dst: &Tensor, src: &Tensor) -> Result<()> {
-    if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
-        return Ok(());
-    }
-    let dense = |t: &Tensor| !t.layout.has_internal_overlap() && t.layout.extent().is_some_and(|(lo, hi)| (hi - lo) as usize == t.numel());
-    if !dense(dst) || !dense(src) {
-        return Ok(());
-    }
-    let (a0, b0) = (dst.layout.offset, src.layout.offset);
-    if a0 < b0 + src.numel() && b0 < a0 + dst.numel() {
-        return Err(Error::Runtime(OVERLAP.into()));
-    }
-    Ok(())
-}
-
 /// The in-place checks torch makes on a written `self` before any index is looked at.
 fn check_inplace(dst: &Tensor, reads: &[&Tensor]) -> Result<()> {
     check_no_internal_overlap(dst)?;
-    reads.iter().try_for_each(|r| assert_no_overlap(dst, r))
+    reads.iter().try_for_each(|r| crate::ops::write::assert_no_overlap(dst, r))
 }
 
 /// A read operand the kernel may use while writing `dst`: a private copy when it shares

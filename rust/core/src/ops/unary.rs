@@ -9,8 +9,8 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{map, map_inplace};
 use crate::kernels::Arg;
-use crate::ops::copy::{cast_input, copy_kernel, empty_with_layout, preserved_layout};
-use crate::ops::write::{write, Alias};
+use crate::ops::copy::{cast_input, cast_layout, copy_kernel, empty_with_layout, iterator_layout};
+use crate::ops::write::{check_no_internal_overlap, write, Alias};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +54,8 @@ pub enum IntRule {
     ToBool,
     /// Integer and bool only; floats raise torch's "not implemented" error.
     IntegralOnly,
+    /// Float only; other dtypes raise "not implemented" naming this kernel.
+    FloatOnly(&'static str),
 }
 
 pub struct UnaryDef {
@@ -81,14 +83,14 @@ impl UnaryOp {
             Tanh => ("tanh", "TanhBackward0", ToFloat),
             Sigmoid => ("sigmoid", "SigmoidBackward0", ToFloat),
             Relu => ("relu", "ReluBackward0", KeepNoBool(Error::Runtime("Boolean inputs not supported for relu".into()))),
-            Silu => ("silu", "SiluBackward0", ToFloat),
-            Gelu => ("gelu", "GeluBackward0", ToFloat),
-            GeluTanh => ("gelu", "GeluBackward0", ToFloat),
+            Silu => ("silu", "SiluBackward0", FloatOnly("silu_cpu")),
+            Gelu => ("gelu", "GeluBackward0", FloatOnly("GeluKernelImpl")),
+            GeluTanh => ("gelu", "GeluBackward0", FloatOnly("GeluKernelImpl")),
             Reciprocal => ("reciprocal", "ReciprocalBackward0", ToFloat),
-            Floor => ("floor", "FloorBackward0", Keep),
-            Ceil => ("ceil", "CeilBackward0", Keep),
-            Round => ("round", "RoundBackward0", Keep),
-            Trunc => ("trunc", "TruncBackward0", Keep),
+            Floor => ("floor", "FloorBackward0", KeepNoBool(not_for_bool("floor_vml_cpu"))),
+            Ceil => ("ceil", "CeilBackward0", KeepNoBool(not_for_bool("ceil_vml_cpu"))),
+            Round => ("round", "RoundBackward0", KeepNoBool(not_for_bool("round_vml_cpu"))),
+            Trunc => ("trunc", "TruncBackward0", KeepNoBool(not_for_bool("trunc_vml_cpu"))),
             LogicalNot => ("logical_not", "NotImplemented", ToBool),
             BitwiseNot => ("bitwise_not", "NotImplemented", IntegralOnly),
         };
@@ -104,11 +106,18 @@ impl UnaryOp {
             }
             IntRule::ToBool => DType::Bool,
             _ if dtype.is_floating() => dtype,
+            IntRule::FloatOnly(kernel) => {
+                return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, dtype.scalar_type_name())))
+            }
             IntRule::ToFloat => DType::Float32,
             IntRule::KeepNoBool(err) if dtype == DType::Bool => return Err(err),
             _ => dtype,
         })
     }
+}
+
+fn not_for_bool(kernel: &str) -> Error {
+    Error::NotImplemented(format!("\"{}\" not implemented for 'Bool'", kernel))
 }
 
 fn gelu_exact<T: num_traits::Float>(x: T) -> T {
@@ -233,14 +242,21 @@ fn run(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.result_dtype(x.dtype())?;
     let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype) };
-    let out = empty_with_layout(&preserved_layout(x), dtype);
+    let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype);
     run(op, &out, &compute, false);
     Ok(out)
 }
 
 /// In-place: `x.op_()` through the write path; the result dtype must be castable to x's.
 pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
-    let dtype = op.result_dtype(x.dtype())?;
+    // torch's order: argument checks (RuntimeError), overlap, cast, then the kernel's dtype support.
+    let dtype = op.result_dtype(x.dtype());
+    if let Err(e @ Error::Runtime(_)) = dtype {
+        return Err(e);
+    }
+    check_no_internal_overlap(x)?;
+    let dtype = dtype?;
     check_castable(dtype, x.dtype())?;
     write(x, &[x], |reads| {
         debug_assert_eq!(reads[0].1, Alias::Same);
@@ -257,6 +273,9 @@ pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
 
 /// Generic helper for float-parameterised unary ops (leaky_relu, elu, pow with scalar...).
 pub fn map_float(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync + Send + Copy, name: &str) -> Result<Tensor> {
+    if in_place {
+        check_no_internal_overlap(x)?;
+    }
     let dtype = if x.dtype().is_floating() { x.dtype() } else {
         return Err(Error::NotImplemented(format!("\"{}_cpu\" not implemented for '{}'", name, x.dtype().scalar_type_name())));
     };
@@ -274,7 +293,7 @@ pub fn map_float(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync 
         write(x, &[x], |_| { body(x, x, true); Ok(()) })?;
         Ok(x.clone())
     } else {
-        let out = empty_with_layout(&preserved_layout(x), dtype);
+        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype);
         body(&out, x, false);
         Ok(out)
     }

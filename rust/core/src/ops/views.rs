@@ -23,13 +23,16 @@ pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
 }
 
+/// `flatten(start_dim, end_dim)`. When the two dims are the same (and the tensor is not 0-d)
+/// torch returns the input itself; here that is a view with the same layout, and the binding
+/// returns the very object.
 pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
-    if t.ndim() == 0 {
-        return reshape(t, &[1]);
-    }
     let (s, e) = (wrap_dim(start_dim, t.ndim())?, wrap_dim(end_dim, t.ndim())?);
     if s > e {
         return Err(Error::Runtime("flatten() has invalid args: start_dim cannot come after end_dim".into()));
+    }
+    if t.ndim() == 0 {
+        return reshape(t, &[1]);
     }
     if s == e {
         return Ok(t.view_as_layout(t.layout.clone()));
@@ -62,7 +65,11 @@ pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 
 pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let layout = t.layout.expand(sizes).map_err(|e| match e {
-        Error::Runtime(m) => Error::Runtime(m.replace("torch.FloatTensor", &format!("torch.{}", t.dtype().legacy_tensor_name()))),
+        // torch names the type as its legacy tensor class, except bool's ("CPUBoolType")
+        Error::Runtime(m) => Error::Runtime(m.replace(
+            "torch.FloatTensor",
+            &if t.dtype() == crate::DType::Bool { "CPUBoolType".to_string() } else { format!("torch.{}", t.dtype().legacy_tensor_name()) },
+        )),
         other => other,
     })?;
     Ok(t.view_as_layout(layout))
@@ -87,31 +94,15 @@ pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
 
 pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
     let offset = offset.unwrap_or(t.layout.offset as i64);
-    let layout = Layout::as_strided(size, stride, offset, t.storage.len()).map_err(|e| match e {
-        Error::Runtime(m) if m.contains("{ITEMSIZE}") => {
-            let size_of = t.dtype().size();
-            let l = Layout {
-                shape: size.iter().map(|&s| s as usize).collect(),
-                strides: stride.iter().map(|&s| s as isize).collect(),
-                offset: offset as usize,
-            };
-            let need = l.extent().map_or(0, |(_, hi)| hi as usize) * size_of;
-            Error::Runtime(
-                m.replace("{ITEMSIZE}", &size_of.to_string())
-                    .replace("{NEED}", &need.to_string())
-                    .replace("{HAVE}", &t.storage.nbytes().to_string()),
-            )
-        }
-        other => other,
-    })?;
+    let layout = Layout::as_strided(size, stride, offset, t.storage.len(), t.dtype().size())?;
     Ok(t.view_as_layout(layout))
 }
 
 pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, t.ndim())?;
     if t.ndim() == 0 {
         return Err(Error::Index("Dimension specified as 0 but tensor has no dimensions".into()));
     }
-    let d = wrap_dim(dim, t.ndim())?;
     (0..t.shape()[d]).map(|i| select(t, d as i64, i as i64)).collect()
 }
 
@@ -142,10 +133,19 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
 
 /// `split(sizes, dim)` with explicit section sizes (`split_with_sizes`).
 pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    if t.ndim() == 0 {
+        return Err(Error::Runtime("split expects at least a 1-dimensional tensor".into()));
+    }
     let d = wrap_dim(dim, t.ndim())?;
     let n = t.shape()[d] as i64;
+    if sizes.iter().any(|&s| s < 0) {
+        return Err(Error::Runtime(format!(
+            "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=[{}]",
+            sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+        )));
+    }
     let total: i64 = sizes.iter().sum();
-    if total != n || sizes.iter().any(|&s| s < 0) {
+    if total != n {
         return Err(Error::Runtime(format!(
             "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got split_sizes=[{}]",
             n,

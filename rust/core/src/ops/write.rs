@@ -8,7 +8,7 @@
 //! in here, before and after the kernel.
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::ops::iter_layout::non_overlapping_and_dense;
 use crate::ops::copy::contiguous_copy;
 use crate::tensor::Tensor;
 
@@ -26,30 +26,72 @@ pub enum Alias {
     Other,
 }
 
-fn non_overlapping_and_dense(l: &Layout) -> bool {
-    !l.has_internal_overlap() && l.extent().map_or(true, |(lo, hi)| (hi - lo) as usize == l.numel())
+/// torch's `get_overlap_status` between a written tensor and an input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Different memory, or empty.
+    No,
+    /// The same dense block with the same strides.
+    Full,
+    /// Dense blocks that meet without being the same.
+    Partial,
+    /// One of them is not dense: torch cannot tell, and lets the write go ahead.
+    TooHard,
+}
+
+pub fn overlap(dst: &Tensor, src: &Tensor) -> Overlap {
+    if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
+        return Overlap::No;
+    }
+    if dst.layout == src.layout {
+        return Overlap::Full;
+    }
+    if !non_overlapping_and_dense(&dst.layout) || !non_overlapping_and_dense(&src.layout) {
+        return Overlap::TooHard;
+    }
+    // Dense layouts (non-negative strides) cover [offset, offset + numel).
+    let (a0, b0) = (dst.layout.offset, src.layout.offset);
+    let (a1, b1) = (a0 + dst.numel(), b0 + src.numel());
+    if a0 == b0 && a1 == b1 {
+        if dst.strides() == src.strides() { Overlap::Full } else { Overlap::Partial }
+    } else if a0 < b1 && b0 < a1 {
+        Overlap::Partial
+    } else {
+        Overlap::No
+    }
+}
+
+/// torch's `assert_no_partial_overlap` (elementwise ops and copies).
+pub fn assert_no_partial_overlap(dst: &Tensor, src: &Tensor) -> Result<()> {
+    match overlap(dst, src) {
+        Overlap::Partial => Err(Error::Runtime(PARTIAL_OVERLAP.into())),
+        _ => Ok(()),
+    }
+}
+
+/// torch's `assert_no_overlap` (index ops: any shared element is refused).
+pub fn assert_no_overlap(dst: &Tensor, src: &Tensor) -> Result<()> {
+    match overlap(dst, src) {
+        Overlap::Partial | Overlap::Full => Err(Error::Runtime(PARTIAL_OVERLAP.into())),
+        _ => Ok(()),
+    }
 }
 
 /// Classifies `src` against `dst`, raising torch's partial-overlap error where torch does.
+/// Too-hard layouts that may share elements are read from a copy (torch reads them as it goes).
 pub fn alias_of(dst: &Tensor, src: &Tensor) -> Result<Alias> {
-    if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
-        return Ok(Alias::None);
+    match overlap(dst, src) {
+        Overlap::No => Ok(Alias::None),
+        Overlap::Full if dst.layout == src.layout => Ok(Alias::Same),
+        Overlap::Full => Ok(Alias::Other),
+        Overlap::Partial => Err(Error::Runtime(PARTIAL_OVERLAP.into())),
+        Overlap::TooHard => {
+            let (Some((a0, a1)), Some((b0, b1))) = (dst.layout.extent(), src.layout.extent()) else {
+                return Ok(Alias::None);
+            };
+            Ok(if a1 <= b0 || b1 <= a0 { Alias::None } else { Alias::Other })
+        }
     }
-    if dst.layout == src.layout {
-        return Ok(Alias::Same);
-    }
-    let (Some((a0, a1)), Some((b0, b1))) = (dst.layout.extent(), src.layout.extent()) else {
-        return Ok(Alias::None);
-    };
-    if a1 <= b0 || b1 <= a0 {
-        // Disjoint ranges cannot share an element.
-        return Ok(Alias::None);
-    }
-    let both_dense = non_overlapping_and_dense(&dst.layout) && non_overlapping_and_dense(&src.layout);
-    if both_dense && (a0, a1) != (b0, b1) {
-        return Err(Error::Runtime(PARTIAL_OVERLAP.into()));
-    }
-    Ok(Alias::Other)
 }
 
 /// Rejects destinations with self-overlapping elements (an expanded tensor, say).

@@ -190,7 +190,8 @@ fn sequence_to_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let from_numpy = if is_ndarray(obj) { crate::interop::from_numpy(py, obj).ok() } else { None };
     let wrapped = match from_numpy {
         Some(t) => t,
-        None => crate::creation::tensor_from_data(py, obj, None)?,
+        // Nested or mixed sequences: torch.tensor's own inference (python/minigrad/_creation.py).
+        None => py.import("minigrad")?.getattr("tensor")?.call1((obj,))?.unbind(),
     };
     let t = wrapped.bind(py).cast::<TensorBase>()?.borrow().t.clone();
     Ok(match t.dtype() {
