@@ -223,7 +223,7 @@ class Tensor(*MIXINS, _C.TensorBase):
             _warn_once(
                 "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
                 "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
-                "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+                "`x.permute(*minigrad.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
             )
         if n == 0:
             _warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
