@@ -1,6 +1,7 @@
 """Factories, conversions and NumPy interop against torch."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -383,3 +384,14 @@ def test_scalar_protocol_types(dtype):
         kind, rm, rt = run_both(lambda: f(m), lambda: f(t))
         if kind == "ok":
             assert type(rm) is type(rt) and rm == rt
+
+
+def test_numpy_operands_and_ufuncs():
+    """NumPy defers to tensors (`__array_priority__`) and ufunc results come back as tensors."""
+    cases = (lambda lib: np.float64(2.0) * lib.ones(2), lambda lib: lib.ones(2) * np.float32(2.0),
+             lambda lib: np.int64(3) + lib.ones(2), lambda lib: lib.ones(2) + np.ones(2),
+             lambda lib: np.sin(lib.ones(2, 3)), lambda lib: np.add(lib.ones(2), lib.ones(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2 on torch's __array_wrap__ signature
+        for f in cases:
+            check_parity(lambda: f(mg), lambda: f(torch))

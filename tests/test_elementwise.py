@@ -484,6 +484,12 @@ def test_partial_overlap_errors():
     m2, t2 = mg.arange(4.0).reshape(2, 2), torch.arange(4.0).reshape(2, 2)
     check_write_through_view(lambda: m2.add_(m2.t()), lambda: t2.add_(t2.t()), m2, t2)
     check_write_through_view(lambda: m2.copy_(m2.t()), lambda: t2.copy_(t2.t()), m2, t2)
+    mb, tb = mg.tensor([True, False, True, False]), torch.tensor([True, False, True, False])
+    check_write_through_view(lambda: mb.narrow(0, 1, 3).masked_fill_(mb.narrow(0, 0, 3), False),
+                             lambda: tb.narrow(0, 1, 3).masked_fill_(tb.narrow(0, 0, 3), False), mb, tb)
+    mb2, tb2 = mg.tensor([[True, False], [False, False]]), torch.tensor([[True, False], [False, False]])
+    check_write_through_view(lambda: mb2.masked_fill_(mb2.t(), True), lambda: tb2.masked_fill_(tb2.t(), True), mb2, tb2)
+    check_write_through_view(lambda: mb2.masked_fill_(mb2, False), lambda: tb2.masked_fill_(tb2, False), mb2, tb2)
     # disjoint halves of one storage are fine
     check_write_through_view(lambda: m.narrow(0, 0, 3).add_(m.narrow(0, 3, 3)), lambda: t.narrow(0, 0, 3).add_(t.narrow(0, 3, 3)), m, t)
     # not dense: "too hard" for torch's check, so no error (minigrad reads from a copy)

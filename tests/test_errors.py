@@ -46,6 +46,10 @@ CASES = {
     "exp extra arg": lambda L: L.ones(2).exp(1),
     "logical_and number": lambda L: L.ones(2).logical_and(1),
     "type_as int": lambda L: L.ones(2).type_as(3),
+    "add ndarray": lambda L: L.ones(2).add(__import__("numpy").ones(2)),
+    "mul_ ndarray": lambda L: L.ones(2).mul_(__import__("numpy").ones(2)),
+    "ndarray plus tensor": lambda L: __import__("numpy").ones(2) + L.ones(2),
+    "add numpy scalar": lambda L: L.ones(2).add(__import__("numpy").float64(2)),
     # views: int and size arguments
     "view str": lambda L: L.ones(2).view("a"),
     "view float": lambda L: L.ones(2).view(2.0),

@@ -10,6 +10,7 @@ import warnings as _warnings
 import numpy as _np
 
 from . import _C
+from ._formatting import type_name
 from ._device import check_device
 from ._size import Size
 
@@ -30,7 +31,7 @@ def _warn_once(message):
 
 def _check_dtype(name, dtype):
     if dtype is not None and not isinstance(dtype, _C.dtype):
-        raise TypeError(f"{name}(): argument 'dtype' must be minigrad.dtype, not {type(dtype).__name__}")
+        raise TypeError(f"{name}(): argument 'dtype' must be minigrad.dtype, not {type_name(dtype)}")
     return dtype
 
 
@@ -63,7 +64,7 @@ def _compute_sizes(seq):
         n = len(seq)
         sizes.append(n)
         if len(sizes) > _MAX_DIMS:
-            raise ValueError(f"too many dimensions '{type(seq).__name__}'")
+            raise ValueError(f"too many dimensions '{type_name(seq)}'")
         if n == 0:
             break
         seq = seq[0]
@@ -82,7 +83,7 @@ def _infer_dtype(obj):
     if isinstance(obj, float):
         return _C.float32
     if isinstance(obj, (str, bytes)):
-        raise TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+        raise TypeError(f"new(): invalid data type '{type_name(obj)}'")
     if _is_sequence(obj):
         if len(obj) == 0:
             return _C.float32
@@ -93,7 +94,7 @@ def _infer_dtype(obj):
             d = _infer_dtype(item)
             result = d if result is None else _promote(result, d)
         return result
-    raise RuntimeError(f"Could not infer dtype of {type(obj).__name__}")
+    raise RuntimeError(f"Could not infer dtype of {type_name(obj)}")
 
 
 _ORDER = [_C.bool, _C.int32, _C.int64, _C.float32, _C.float64]
@@ -178,7 +179,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     _check_dtype("tensor", dtype)
     check_device(device)
     if isinstance(data, (str, bytes)):
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise TypeError(f"new(): invalid data type '{type_name(data)}'")
     if isinstance(data, _C.TensorBase):
         _warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
@@ -226,7 +227,7 @@ def _numpy_to_tensor(arr):
 def from_numpy(ndarray):
     """A tensor sharing the array's memory (writes are visible both ways)."""
     if not isinstance(ndarray, _np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        raise TypeError(f"expected np.ndarray (got {type_name(ndarray)})")
     if not ndarray.flags.writeable:
         _warn_once(
             "The given NumPy array is not writable, and minigrad does not support non-writable tensors. This means "
@@ -249,7 +250,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, _np.generic):
         return tensor(data, dtype=dtype)
     if isinstance(data, (str, bytes)):
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise TypeError(f"new(): invalid data type '{type_name(data)}'")
     return _from_python(data, dtype)
 
 
@@ -267,7 +268,7 @@ def _unpack_sizes(name, seq, start_pos):
         if not _is_int(d):
             raise TypeError(
                 f"{name}(): argument 'size' failed to unpack the object at pos {start_pos + i} with error "
-                f"\"type must be tuple of ints,but got {type(d).__name__}\""
+                f"\"type must be tuple of ints,but got {type_name(d)}\""
             )
         out.append(_operator.index(d))
     return tuple(out)
@@ -279,7 +280,7 @@ def _parse_size(name, args, size=None):
         if args:
             raise TypeError(f"{name}() got multiple values for argument 'size'")
         if not isinstance(size, (tuple, list, Size)):
-            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type_name(size)}")
         return _unpack_sizes(name, size, 1)
     if not args:
         raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
@@ -289,7 +290,7 @@ def _parse_size(name, args, size=None):
             raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
         return _unpack_sizes(name, first, 1)
     if len(args) == 1 and (isinstance(first, bool) or not _is_int(first)):
-        raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {type(first).__name__}")
+        raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {type_name(first)}")
     return _unpack_sizes(name, args, 1)
 
 
@@ -330,19 +331,19 @@ def _fill_value(name, value):
         return value.item()
     if isinstance(value, (bool, int, float)) or isinstance(value, (_np.integer, _np.floating, _np.bool_)):
         return value
-    raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
+    raise TypeError(f"{name}(): argument 'fill_value' (position 2) must be Number, not {type_name(value)}")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     _check_dtype("full", dtype)
     check_device(device)
     if not isinstance(size, (tuple, list, Size)):
-        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type_name(size)}")
     for i, d in enumerate(size):
         if not _is_int(d):
             raise TypeError(
                 f"full(): argument 'size' (position 1) must be tuple of ints, but found element of type "
-                f"{type(d).__name__} at pos {i}"
+                f"{type_name(d)} at pos {i}"
             )
     shape = _check_non_negative("full", tuple(_operator.index(d) for d in size))
     return _grad(_C.full(shape, _fill_value("full", fill_value), dtype), requires_grad)
@@ -351,7 +352,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 def _like(name, input, dtype, device, fill=None):
     """A new tensor with `input`'s shape and memory order (torch's preserve_format)."""
     if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
     _check_dtype(name, dtype)
     check_device(device)
     return _C.empty_like(input, dtype or input.dtype, fill)
@@ -396,7 +397,7 @@ def _number(name, arg, value):
         return value.item()
     if isinstance(value, (bool, int, float)) or isinstance(value, (_np.integer, _np.floating, _np.bool_)):
         return value.item() if isinstance(value, _np.generic) else value
-    raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg in ('end', 'start') else 3}) must be Number, not {type(value).__name__}")
+    raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg in ('end', 'start') else 3}) must be Number, not {type_name(value)}")
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -413,7 +414,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     _check_dtype("linspace", dtype)
     check_device(device)
     if isinstance(steps, bool) or not _is_int(steps):
-        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {type(steps).__name__}")
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {type_name(steps)}")
     start, end = _number("linspace", "start", start), _number("linspace", "end", end)
     return _grad(_C.linspace(start, end, _operator.index(steps), dtype), requires_grad)
 
@@ -423,7 +424,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     check_device(device)
     for arg, pos, v in (("n", 1, n), ("m", 2, m)):
         if v is not None and (isinstance(v, bool) or not _is_int(v)):
-            raise TypeError(f"eye(): argument '{arg}' (position {pos}) must be int, not {type(v).__name__}")
+            raise TypeError(f"eye(): argument '{arg}' (position {pos}) must be int, not {type_name(v)}")
     return _grad(_C.eye(_operator.index(n), None if m is None else _operator.index(m), dtype), requires_grad)
 
 
@@ -446,7 +447,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if size is None:
         raise TypeError("randint() missing 1 required positional arguments: \"size\"")
     if not isinstance(size, (tuple, list, Size)):
-        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type_name(size)}")
     shape = _check_non_negative("randint", _unpack_sizes("randint", size, 1))
     return _grad(_C.randint(_operator.index(low), _operator.index(high), shape, dtype), requires_grad)
 

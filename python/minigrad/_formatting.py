@@ -169,6 +169,12 @@ def _add_suffixes(body, suffixes, indent):
     return "".join(out)
 
 
+def type_name(obj):
+    """The type's name as torch's messages print it (C's tp_name: "str", "numpy.ndarray")."""
+    tp = type(obj)
+    return tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
+
+
 def _size_str(shape):
     return "size=" + str(tuple(shape))
 

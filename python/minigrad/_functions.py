@@ -4,6 +4,7 @@ the Tensor method of the same name so the op is defined once."""
 import numbers as _numbers
 
 from . import _C
+from ._formatting import type_name
 from ._mixins import MIXINS
 from ._tensor import BINARY_OPS, TENSOR_OTHER, UNARY_OPS, Tensor
 
@@ -22,7 +23,7 @@ def _forward(name):
         else:
             raise TypeError(f"{name}() missing 1 required positional argument: 'input'")
         if not isinstance(input, _C.TensorBase):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
         return getattr(input, name)(*args, **kwargs)
 
     function.__name__ = name
@@ -60,9 +61,9 @@ def _binary_function(name, number_input):
 
     def function(input, other, **kwargs):
         if not (isinstance(input, _C.TensorBase) or (number_input and isinstance(input, _numbers.Number))):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
         if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type_name(other)}")
         return method(input, other, **kwargs)
 
     function.__name__ = name

@@ -10,7 +10,7 @@ import numpy as _np
 
 from . import _C
 from ._device import CPU, check_device
-from ._formatting import tensor_repr
+from ._formatting import tensor_repr, type_name
 from ._mixins import MIXINS
 
 # name -> kernel op name, for ops with an in-place `_` variant and a module-level function.
@@ -60,7 +60,7 @@ def _unary_method(name, op):
 def _binary_method(name, op):
     def method(self, other):
         if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
-            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type_name(other)}")
         return _C.binary(self, other, op, None, name)
 
     def method_(self, other):
@@ -107,6 +107,15 @@ def _operator(op):
 
 class Tensor(*MIXINS, _C.TensorBase):
     """A strided view onto shared storage, with a version counter (see docs/tensors.md)."""
+
+    # NumPy defers binary operators to tensors (`np.float64(2) * t` is a tensor), as with torch
+    __array_priority__ = 1000
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """Results of NumPy functions on tensors come back as tensors (`np.sin(t)`)."""
+        from ._creation import from_numpy
+
+        return from_numpy(_np.ascontiguousarray(array) if array.ndim else _np.asarray(array))
 
     # ----- arithmetic with alpha / rounding_mode (not table-driven: extra arguments) -----
 
@@ -214,7 +223,7 @@ class Tensor(*MIXINS, _C.TensorBase):
             _warn_once(
                 "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
                 "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
-                "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+                "`x.permute(*minigrad.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
             )
         if n == 0:
             _warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
@@ -265,7 +274,7 @@ class Tensor(*MIXINS, _C.TensorBase):
 
     def type_as(self, other):
         if not isinstance(other, _C.TensorBase):
-            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type_name(other)}")
         return _C.to_dtype_(self, other.dtype)
 
     def float(self):
@@ -405,7 +414,7 @@ def _div_op(rounding_mode):
         return "div"
     if not isinstance(rounding_mode, str):
         raise TypeError(
-            f"div() received an invalid combination of arguments - got (rounding_mode={type(rounding_mode).__name__}), "
+            f"div() received an invalid combination of arguments - got (rounding_mode={type_name(rounding_mode)}), "
             "but expected one of:\n * (Tensor other)\n * (Tensor other, *, str rounding_mode)\n"
             " * (Number other, *, str rounding_mode)\n"
         )
@@ -420,7 +429,7 @@ def _div_op(rounding_mode):
 
 def _tensor_other(x, name):
     if not isinstance(x, _C.TensorBase):
-        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(x).__name__}")
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type_name(x)}")
     return x
 
 

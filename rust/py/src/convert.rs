@@ -77,8 +77,11 @@ pub fn to_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::Float(obj.extract()?)));
     }
-    // NumPy scalars and other number-likes.
-    let tname = obj.get_type().name()?.to_string();
+    // NumPy scalars and other number-likes (an ndarray is neither, even a 0-d one).
+    if type_name(obj) == "numpy.ndarray" {
+        return Ok(None);
+    }
+    let tname = crate::convert::type_name(obj).to_string();
     if tname.starts_with("bool") {
         return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
     }
@@ -101,7 +104,7 @@ pub fn to_arg(obj: &Bound<'_, PyAny>, op: &str) -> PyResult<Arg> {
         None => Err(type_err(format!(
             "{}(): argument 'other' (position 1) must be Tensor, not {}",
             op,
-            obj.get_type().name()?
+            crate::convert::type_name(obj)
         ))),
     }
 }
@@ -109,7 +112,7 @@ pub fn to_arg(obj: &Bound<'_, PyAny>, op: &str) -> PyResult<Arg> {
 pub fn tensor_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     match obj.cast::<TensorBase>() {
         Ok(t) => Ok(t.borrow().t.clone()),
-        Err(_) => Err(type_err(format!("{} must be Tensor, not {}", what, obj.get_type().name()?))),
+        Err(_) => Err(type_err(format!("{} must be Tensor, not {}", what, crate::convert::type_name(obj)))),
     }
 }
 
@@ -119,7 +122,7 @@ pub fn to_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
         Some(o) if o.is_none() => Ok(None),
         Some(o) => match o.extract::<PyDType>() {
             Ok(d) => Ok(Some(d.d)),
-            Err(_) => Err(type_err(format!("dtype must be minigrad.dtype, not {}", o.get_type().name()?))),
+            Err(_) => Err(type_err(format!("dtype must be minigrad.dtype, not {}", crate::convert::type_name(o)))),
         },
     }
 }
@@ -152,8 +155,14 @@ fn int_value(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     obj.call_method0("__index__")?.extract()
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+/// The type's name as torch's messages print it (C's `tp_name`: "str", "numpy.ndarray").
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    let ty = obj.get_type();
+    let name = ty.name().map(|n| n.to_string()).unwrap_or_default();
+    match ty.module().map(|m| m.to_string()) {
+        Ok(m) if m != "builtins" => format!("{}.{}", m, name),
+        _ => name,
+    }
 }
 
 /// An `int` argument, or torch's TypeError: "transpose(): argument 'dim0' (position 1) must be

@@ -38,7 +38,7 @@ pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAn
         Some(v) => v,
         None => match fill_value.cast::<TensorBase>() {
             Ok(t) if t.borrow().t.ndim() == 0 => t.borrow().t.item().map_err(crate::errors::to_py)?,
-            _ => return Err(type_err(format!("full(): argument 'fill_value' must be Number, not {}", fill_value.get_type().name()?))),
+            _ => return Err(type_err(format!("full(): argument 'fill_value' must be Number, not {}", crate::convert::type_name(fill_value)))),
         },
     };
     let d = dtype_or(dtype, v.wrapped_dtype())?;
@@ -54,7 +54,7 @@ pub fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, 
             Some(s) => Ok(s),
             None => match o.cast::<TensorBase>() {
                 Ok(t) => t.borrow().t.item().map_err(crate::errors::to_py),
-                Err(_) => Err(type_err(format!("arange(): argument '{}' must be Number, not {}", name, o.get_type().name()?))),
+                Err(_) => Err(type_err(format!("arange(): argument '{}' must be Number, not {}", name, crate::convert::type_name(o)))),
             },
         }
     };

@@ -98,7 +98,7 @@ fn alpha_of(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Sca
         None => Ok(None),
         Some(a) => to_scalar(a)?
             .map(Some)
-            .ok_or_else(|| type_err(format!("{}(): argument 'alpha' must be Number, not {}", name, a.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
+            .ok_or_else(|| type_err(format!("{}(): argument 'alpha' must be Number, not {}", name, crate::convert::type_name(a)))),
     }
 }
 
@@ -153,7 +153,7 @@ fn clamp_bound(v: Option<&Bound<'_, PyAny>>) -> PyResult<ClampBound> {
         Some(o) => match to_arg(o, "clamp") {
             Ok(Arg::Tensor(t)) => Ok(ClampBound::Tensor(t)),
             Ok(Arg::Scalar(s)) => Ok(ClampBound::Number(s)),
-            Err(_) => Err(type_err(format!("clamp(): argument 'min' must be Tensor or Number, not {}", o.get_type().name()?))),
+            Err(_) => Err(type_err(format!("clamp(): argument 'min' must be Tensor or Number, not {}", crate::convert::type_name(o)))),
         },
     }
 }

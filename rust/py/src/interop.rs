@@ -59,7 +59,7 @@ fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
 /// `from_numpy(arr)`: a tensor over the array's memory; the array stays alive with it.
 #[pyfunction]
 pub fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let a = arr.cast::<PyUntypedArray>().map_err(|_| type_err(format!("expected np.ndarray (got {})", arr.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
+    let a = arr.cast::<PyUntypedArray>().map_err(|_| type_err(format!("expected np.ndarray (got {})", crate::convert::type_name(arr))))?;
     let dtype = dtype_of(a)?;
     let item = dtype.size() as isize;
     let shape = a.shape().to_vec();

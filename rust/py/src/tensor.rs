@@ -451,7 +451,7 @@ fn no_memory_format(memory_format: Option<&Bound<'_, PyAny>>, method: &str) -> P
         Some(m) if !m.is_none() => Err(type_err(format!(
             "{}(): argument 'memory_format' must be minigrad.memory_format, not {}",
             method,
-            m.get_type().name()?
+            crate::convert::type_name(m)
         ))),
         _ => Ok(()),
     }

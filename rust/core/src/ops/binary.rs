@@ -665,6 +665,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
         bail!(Runtime, "masked_fill_ only supports boolean masks, but got mask with dtype {}", mask.dtype().type_meta_name());
     }
     let target = if in_place {
+        check_no_partial_overlap(x, mask)?;
         let shape = broadcast_shapes(x.shape(), mask.shape())?;
         check_inplace_shape(x.shape(), &shape)?;
         x.clone()
