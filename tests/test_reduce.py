@@ -212,7 +212,7 @@ def test_max_result_type():
     assert_same(values, rt.values)
     assert_same(indices, rt.indices)
     assert len(rm) == 2 and rm[0] is rm.values
-    assert normalize_message(repr(rt)).replace("[4., 5.]", "[4.0, 5.0]") == repr(rm)
+    assert normalize_message(repr(rt)) == repr(rm)
     assert type(mg.min(m, 1, keepdim=True)).__name__ == "min"
     assert isinstance(rm, mg.return_types.max) and not isinstance(rm, mg.return_types.min)
 

@@ -116,9 +116,9 @@ impl Tensor {
         Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), is_view: true }
     }
 
-    /// `detach()`: same memory and counter, not a view for autograd purposes.
+    /// `detach()`: same memory and counter, not a view (torch's `detach()._base` is None).
     pub fn alias(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), is_view: self.is_view }
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), is_view: false }
     }
 
     /// `.data`: same memory, a fresh version counter (R7).

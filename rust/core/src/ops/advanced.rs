@@ -14,13 +14,12 @@ use crate::ops::copy::{contiguous_copy, copy_kernel, empty_with_layout};
 use crate::ops::index::checked_convert;
 use crate::ops::mask::nonzero;
 use crate::ops::write::{write, Alias};
-use crate::ops::iter_layout::{iter_layout, non_overlapping_and_dense, preserve_layout, Operand};
+use crate::ops::iter_layout::{iter_layout, preserve_format, Operand};
 use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_all, contiguous_strides, wrap_dim};
 use crate::tensor::Tensor;
 use crate::version::VersionCounter;
 
-const OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
 /// What torch 2.13 raises when index_put_ runs with no index tensor at all.
 const NO_INDEX_ASSERT: &str = "ntensor >= 3 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/aten/src/ATen/native/cpu/IndexKernelUtils.h\":8, please report a bug to PyTorch. ";
 
@@ -136,7 +135,7 @@ pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumu
 
 /// A copy of x in torch's preserve format (`clone()`, `.to(dtype)`).
 fn copy_preserving(x: &Tensor, dtype: DType) -> Tensor {
-    let out = empty_with_layout(&preserve_layout(&x.layout), dtype);
+    let out = empty_with_layout(&preserve_format(&x.layout), dtype);
     copy_kernel(&out, x);
     out
 }
@@ -526,6 +525,6 @@ mod tests {
         let x = arange(&[3, 4]);
         let row = x.view_as_layout(x.layout.select(0, 0).unwrap());
         let e = index_put_(&x, &[Some(longs(&[1]))], &row, false).unwrap_err();
-        assert_eq!(e.to_string(), OVERLAP);
+        assert_eq!(e.to_string(), crate::ops::write::PARTIAL_OVERLAP);
     }
 }

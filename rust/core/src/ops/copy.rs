@@ -1,7 +1,7 @@
 //! Copies and casts: contiguous, clone, to(dtype), and the cast-copy kernel they share.
 
 use crate::dtype::{DType, Scalar};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::element::Element;
 use crate::kernels::elementwise::map;
@@ -38,161 +38,12 @@ pub fn contiguous(t: &Tensor) -> Tensor {
     }
 }
 
-/// torch's `is_non_overlapping_and_dense`: the elements fill a block of memory exactly, in some
-/// order of the dims (size-0 and size-1 dims may have any stride). Contiguous layouts, empty ones
-/// included, always qualify.
-pub fn is_non_overlapping_and_dense(l: &Layout) -> bool {
-    if l.is_contiguous() {
-        return true;
-    }
-    let n = l.ndim();
-    if n == 1 {
-        return l.shape[0] < 2 || l.strides[0] == 1;
-    }
-    let mut perm: Vec<usize> = (0..n).collect();
-    // Dims of size < 2 last, the rest by increasing stride.
-    perm.sort_by_key(|&d| (l.shape[d] < 2, l.strides[d]));
-    let mut require: isize = 1;
-    for &d in &perm {
-        if l.shape[d] < 2 {
-            return true;
-        }
-        if l.strides[d] != require {
-            return false;
-        }
-        require *= l.shape[d] as isize;
-    }
-    true
-}
-
-/// torch's `is_contiguous(memory_format=torch.channels_last)` for a 4-d layout (dims in the order
-/// C, W, H, N from the innermost out; size-1 dims may have any stride).
-fn is_channels_last_contiguous(l: &Layout) -> bool {
-    if l.ndim() != 4 {
-        return false;
-    }
-    let mut expected: isize = 1;
-    for d in [1, 3, 2, 0] {
-        if l.shape[d] != 1 {
-            if l.strides[d] != expected {
-                return false;
-            }
-            expected *= l.shape[d] as isize;
-        }
-    }
-    true
-}
-
-/// The order in which torch lays out the dims of a new tensor computed from operands with the given
-/// strides (TensorIterator's `reorder_dimensions`, also `infer_dense_strides`): innermost dim first.
-/// Each operand's strides are over `shape`, 0 where it is broadcast. An operand decides a pair of
-/// dims only when both strides are nonzero and differ (or are equal and the first dim is larger);
-/// otherwise the next operand is asked, and undecided pairs keep their logical order.
-fn stride_order(shape: &[usize], operands: &[Vec<isize>]) -> Vec<usize> {
-    let n = shape.len();
-    let mut perm: Vec<usize> = (0..n).rev().collect();
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for s in operands {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 != s1 {
-                return if s0 < s1 { -1 } else { 1 };
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    // Insertion sort that tolerates undecided comparisons, exactly as torch's.
-    for i in 1..n {
-        let mut dim1 = i;
-        for dim0 in (0..i).rev() {
-            match should_swap(perm[dim0], perm[dim1]) {
-                c if c > 0 => {
-                    perm.swap(dim0, dim1);
-                    dim1 = dim0;
-                }
-                c if c < 0 => break,
-                _ => {}
-            }
-        }
-    }
-    perm
-}
-
 /// torch's `preserve_format` layout for a new tensor like `t` (`clone()`, `to(dtype)`, `*_like`):
 /// `t`'s own strides when it is non-overlapping and dense, else dense strides in `t`'s dim order.
+pub use crate::ops::iter_layout::{is_non_overlapping_and_dense, iterator_layout, preserve_format};
+
 pub fn preserved_layout(t: &Tensor) -> Layout {
     preserve_format(&t.layout)
-}
-
-pub fn preserve_format(l: &Layout) -> Layout {
-    if is_non_overlapping_and_dense(l) {
-        return Layout { shape: l.shape.clone(), strides: l.strides.clone(), offset: 0 };
-    }
-    let n = l.ndim();
-    let mut strides = vec![1isize; n];
-    if n > 1 {
-        let mut acc: isize = 1;
-        for d in stride_order(&l.shape, std::slice::from_ref(&l.strides)) {
-            strides[d] = acc;
-            if l.shape[d] > 1 {
-                acc *= l.shape[d] as isize;
-            }
-        }
-    }
-    Layout { shape: l.shape.clone(), strides, offset: 0 }
-}
-
-/// The layout torch's TensorIterator gives the result of an elementwise op whose (already cast)
-/// inputs have layouts `inputs` and broadcast to `shape`. A Python number is a 0-d layout.
-/// Same-shape inputs that are all contiguous, all channels-last, or all dense with one set of
-/// strides give that layout; otherwise the dims are ordered as the inputs' strides suggest.
-pub fn iterator_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
-    if inputs.iter().all(|l| l.shape == shape) {
-        if inputs.iter().all(|l| l.is_contiguous()) {
-            return Layout::contiguous(shape);
-        }
-        if inputs.iter().all(|l| is_channels_last_contiguous(l)) {
-            let (c, h, w) = (shape[1] as isize, shape[2] as isize, shape[3] as isize);
-            return Layout { shape: shape.to_vec(), strides: vec![c * h * w, 1, c * w, c], offset: 0 };
-        }
-        if let Some(last) = inputs.last() {
-            if inputs.iter().all(|l| is_non_overlapping_and_dense(l) && l.strides == last.strides) {
-                return Layout { shape: shape.to_vec(), strides: last.strides.clone(), offset: 0 };
-            }
-        }
-    }
-    let n = shape.len();
-    if n <= 1 {
-        return Layout::contiguous(shape);
-    }
-    let operands: Vec<Vec<isize>> = inputs
-        .iter()
-        .map(|l| {
-            let k = l.ndim();
-            (0..n)
-                .map(|d| match (d + k).checked_sub(n) {
-                    Some(j) if !(l.shape[j] == 1 && shape[d] != 1) => l.strides[j],
-                    _ => 0,
-                })
-                .collect()
-        })
-        .collect();
-    let perm = stride_order(shape, &operands);
-    if perm.iter().copied().eq((0..n).rev()) {
-        return Layout::contiguous(shape);
-    }
-    let mut strides = vec![0isize; n];
-    let mut acc: isize = 1;
-    for d in perm {
-        strides[d] = acc;
-        acc *= shape[d] as isize;
-    }
-    Layout { shape: shape.to_vec(), strides, offset: 0 }
 }
 
 /// The layout an input of an elementwise op has once cast to the compute dtype: itself, or (torch
@@ -280,6 +131,7 @@ fn _assert_element_bound<T: Element>() {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::iter_layout::is_channels_last_contiguous;
 
     fn l(shape: &[usize], strides: &[isize]) -> Layout {
         Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: 0 }

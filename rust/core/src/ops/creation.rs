@@ -202,13 +202,15 @@ pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<
         return Ok(Tensor::empty(&[0], dtype));
     }
     let half = n / 2;
+    // torch's kernel is compiled with fused multiply-add: `start + step * i` rounds once, which
+    // decides where integer results truncate (linspace(-5, 3, 7) gives 0, not -1, at i = 3).
     macro_rules! fill {
         ($T:ty, $S:ty, $to:expr) => {{
             let (a, b) = (<$T>::from_scalar(start), <$T>::from_scalar(end));
             let (fa, fb) = (a as $S, b as $S);
             let step = (fb - fa) / (n - 1) as $S;
             let v: Vec<$T> = (0..n)
-                .map(|i| if i < half { $to(fa + step * i as $S) } else { $to(fb - step * (n - i - 1) as $S) })
+                .map(|i| if i < half { $to(step.mul_add(i as $S, fa)) } else { $to((-step).mul_add((n - i - 1) as $S, fb)) })
                 .collect();
             Tensor::from_vec(v, &[n])?
         }};

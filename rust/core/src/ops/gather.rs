@@ -15,8 +15,6 @@ use crate::ops::write::{check_no_internal_overlap, write};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 
-const OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
-
 fn is_index_dtype(t: &Tensor) -> bool {
     matches!(t.dtype(), DType::Int64 | DType::Int32)
 }
@@ -527,6 +525,6 @@ mod tests {
         let x = ar(6, &[6]);
         let part = views::narrow(&x, 0, 1, 2).unwrap();
         let e = scatter(&x, 0, &ix(vec![0, 1], &[2]), &Source::Tensor(part), None, true).unwrap_err();
-        assert_eq!(e.to_string(), OVERLAP);
+        assert_eq!(e.to_string(), crate::ops::write::PARTIAL_OVERLAP);
     }
 }

@@ -29,7 +29,7 @@ pub fn iter_layout(shape: &[usize], operands: &[Operand]) -> IterLayout {
         if layouts.iter().all(Layout::is_contiguous) {
             return IterLayout { perm: (0..n).rev().collect(), strides: contiguous_strides(shape) };
         }
-        if layouts.iter().all(non_overlapping_and_dense) && operands.windows(2).all(|w| w[0].strides == w[1].strides) {
+        if layouts.iter().all(is_non_overlapping_and_dense) && operands.windows(2).all(|w| w[0].strides == w[1].strides) {
             let strides = operands.last().map_or_else(|| contiguous_strides(shape), |o| o.strides.clone());
             let mut perm: Vec<usize> = (0..n).rev().collect();
             perm.sort_by_key(|&d| strides[d]);
@@ -37,7 +37,7 @@ pub fn iter_layout(shape: &[usize], operands: &[Operand]) -> IterLayout {
         }
     }
     let broadcast: Vec<Vec<isize>> = operands.iter().map(|o| broadcast(shape, o)).collect();
-    let perm = reorder(shape, &broadcast);
+    let perm = stride_order(shape, &broadcast);
     let strides = dense_in_order(shape, &perm);
     IterLayout { perm, strides }
 }
@@ -51,45 +51,6 @@ fn broadcast(shape: &[usize], o: &Operand) -> Vec<isize> {
         out[d] = if s == 1 && shape[d] != 1 { 0 } else { st };
     }
     out
-}
-
-/// torch's `reorder_dimensions`: an insertion sort on pairwise comparisons of the operands'
-/// strides, where broadcast (zero) strides and ties leave the decision to later operands.
-fn reorder(shape: &[usize], strides: &[Vec<isize>]) -> Vec<usize> {
-    let n = shape.len();
-    if n <= 1 {
-        return (0..n).collect();
-    }
-    // > 0 when d0 should move outside d1, < 0 when it should stay, 0 when undecided.
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for s in strides {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 != s1 {
-                return if s0 < s1 { -1 } else { 1 };
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    let mut perm: Vec<usize> = (0..n).rev().collect();
-    for i in 1..n {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            let c = should_swap(perm[d0], perm[d1]);
-            if c > 0 {
-                perm.swap(d0, d1);
-                d1 = d0;
-            } else if c < 0 {
-                break;
-            }
-        }
-    }
-    perm
 }
 
 /// Dense strides with `perm[0]` innermost; the plain reversed order gives row-major strides.
@@ -107,44 +68,157 @@ fn dense_in_order(shape: &[usize], perm: &[usize]) -> Vec<isize> {
     strides
 }
 
-/// The layout torch's `empty_like(x, preserve_format)` gives (as in `clone()` and `.to()`): x's
-/// own strides when x is dense, else dense strides in x's dim order (`infer_dense_strides`).
-pub fn preserve_layout(l: &Layout) -> Layout {
-    if non_overlapping_and_dense(l) {
+/// torch's `is_non_overlapping_and_dense`: the elements fill a block of memory exactly, in some
+/// order of the dims (size-0 and size-1 dims may have any stride). Contiguous layouts, empty ones
+/// included, always qualify.
+pub fn is_non_overlapping_and_dense(l: &Layout) -> bool {
+    if l.is_contiguous() {
+        return true;
+    }
+    let n = l.ndim();
+    if n == 1 {
+        return l.shape[0] < 2 || l.strides[0] == 1;
+    }
+    let mut perm: Vec<usize> = (0..n).collect();
+    // Dims of size < 2 last, the rest by increasing stride.
+    perm.sort_by_key(|&d| (l.shape[d] < 2, l.strides[d]));
+    let mut require: isize = 1;
+    for &d in &perm {
+        if l.shape[d] < 2 {
+            return true;
+        }
+        if l.strides[d] != require {
+            return false;
+        }
+        require *= l.shape[d] as isize;
+    }
+    true
+}
+
+/// torch's `is_contiguous(memory_format=torch.channels_last)` for a 4-d layout (dims in the order
+/// C, W, H, N from the innermost out; size-1 dims may have any stride).
+pub(crate) fn is_channels_last_contiguous(l: &Layout) -> bool {
+    if l.ndim() != 4 {
+        return false;
+    }
+    let mut expected: isize = 1;
+    for d in [1, 3, 2, 0] {
+        if l.shape[d] != 1 {
+            if l.strides[d] != expected {
+                return false;
+            }
+            expected *= l.shape[d] as isize;
+        }
+    }
+    true
+}
+
+/// The order in which torch lays out the dims of a new tensor computed from operands with the given
+/// strides (TensorIterator's `reorder_dimensions`, also `infer_dense_strides`): innermost dim first.
+/// Each operand's strides are over `shape`, 0 where it is broadcast. An operand decides a pair of
+/// dims only when both strides are nonzero and differ (or are equal and the first dim is larger);
+/// otherwise the next operand is asked, and undecided pairs keep their logical order.
+fn stride_order(shape: &[usize], operands: &[Vec<isize>]) -> Vec<usize> {
+    let n = shape.len();
+    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for s in operands {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    // Insertion sort that tolerates undecided comparisons, exactly as torch's.
+    for i in 1..n {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                c if c > 0 => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+/// torch's `preserve_format` layout for a new tensor (`clone()`, `to(dtype)`, `*_like`): the
+/// layout's own strides when it is non-overlapping and dense, else dense strides in its dim order.
+pub fn preserve_format(l: &Layout) -> Layout {
+    if is_non_overlapping_and_dense(l) {
         return Layout { shape: l.shape.clone(), strides: l.strides.clone(), offset: 0 };
     }
-    let perm = reorder(&l.shape, std::slice::from_ref(&l.strides));
-    let mut strides = vec![0isize; l.ndim()];
-    let mut next: isize = 1;
-    for d in perm {
-        strides[d] = next;
-        // Size-0 and size-1 dims do not scale the dims outside them.
-        if l.shape[d] > 1 {
-            next *= l.shape[d] as isize;
+    let n = l.ndim();
+    let mut strides = vec![1isize; n];
+    if n > 1 {
+        let mut acc: isize = 1;
+        for d in stride_order(&l.shape, std::slice::from_ref(&l.strides)) {
+            strides[d] = acc;
+            if l.shape[d] > 1 {
+                acc *= l.shape[d] as isize;
+            }
         }
     }
     Layout { shape: l.shape.clone(), strides, offset: 0 }
 }
 
-/// torch's `is_non_overlapping_and_dense`: some order of the dims is exactly row-major (an
-/// empty tensor counts as contiguous, hence dense).
-pub fn non_overlapping_and_dense(l: &Layout) -> bool {
-    if l.is_contiguous() {
-        return true;
-    }
-    if l.ndim() == 1 {
-        return l.shape[0] < 2 || l.strides[0] == 1;
-    }
-    let mut dims: Vec<usize> = (0..l.ndim()).filter(|&d| l.shape[d] >= 2).collect();
-    dims.sort_by_key(|&d| l.strides[d]);
-    let mut want: isize = 1;
-    for d in dims {
-        if l.strides[d] != want {
-            return false;
+/// The layout torch's TensorIterator gives the result of an elementwise op whose (already cast)
+/// inputs have layouts `inputs` and broadcast to `shape`. A Python number is a 0-d layout.
+/// Same-shape inputs that are all contiguous, all channels-last, or all dense with one set of
+/// strides give that layout; otherwise the dims are ordered as the inputs' strides suggest.
+pub fn iterator_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
+    if inputs.iter().all(|l| l.shape == shape) {
+        if inputs.iter().all(|l| l.is_contiguous()) {
+            return Layout::contiguous(shape);
         }
-        want *= l.shape[d] as isize;
+        if inputs.iter().all(|l| is_channels_last_contiguous(l)) {
+            let (c, h, w) = (shape[1] as isize, shape[2] as isize, shape[3] as isize);
+            return Layout { shape: shape.to_vec(), strides: vec![c * h * w, 1, c * w, c], offset: 0 };
+        }
+        if let Some(last) = inputs.last() {
+            if inputs.iter().all(|l| is_non_overlapping_and_dense(l) && l.strides == last.strides) {
+                return Layout { shape: shape.to_vec(), strides: last.strides.clone(), offset: 0 };
+            }
+        }
     }
-    true
+    let n = shape.len();
+    if n <= 1 {
+        return Layout::contiguous(shape);
+    }
+    let operands: Vec<Vec<isize>> = inputs
+        .iter()
+        .map(|l| {
+            let k = l.ndim();
+            (0..n)
+                .map(|d| match (d + k).checked_sub(n) {
+                    Some(j) if !(l.shape[j] == 1 && shape[d] != 1) => l.strides[j],
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
+    let perm = stride_order(shape, &operands);
+    if perm.iter().copied().eq((0..n).rev()) {
+        return Layout::contiguous(shape);
+    }
+    let mut strides = vec![0isize; n];
+    let mut acc: isize = 1;
+    for d in perm {
+        strides[d] = acc;
+        acc *= shape[d] as isize;
+    }
+    Layout { shape: shape.to_vec(), strides, offset: 0 }
 }
 
 #[cfg(test)]
@@ -172,17 +246,17 @@ mod tests {
     fn preserve_format_like_torch() {
         // torch: zeros(1, 2).t() keeps strides (1, 2); zeros(4, 6).t()[::2] clones to (1, 3).
         let l = Layout { shape: vec![2, 1], strides: vec![1, 2], offset: 0 };
-        assert_eq!(preserve_layout(&l).strides, vec![1, 2]);
+        assert_eq!(preserve_format(&l).strides, vec![1, 2]);
         let l = Layout { shape: vec![3, 4], strides: vec![2, 6], offset: 0 };
-        assert_eq!(preserve_layout(&l).strides, vec![1, 3]);
+        assert_eq!(preserve_format(&l).strides, vec![1, 3]);
         let l = Layout { shape: vec![3, 4], strides: vec![0, 1], offset: 0 };
-        assert_eq!(preserve_layout(&l).strides, vec![4, 1]);
+        assert_eq!(preserve_format(&l).strides, vec![4, 1]);
     }
 
     #[test]
     fn dense_test() {
-        assert!(non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![1, 3], offset: 0 }));
-        assert!(!non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![8, 1], offset: 0 }));
-        assert!(non_overlapping_and_dense(&Layout { shape: vec![0, 4], strides: vec![9, 9], offset: 0 }));
+        assert!(is_non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![1, 3], offset: 0 }));
+        assert!(!is_non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![8, 1], offset: 0 }));
+        assert!(is_non_overlapping_and_dense(&Layout { shape: vec![0, 4], strides: vec![9, 9], offset: 0 }));
     }
 }

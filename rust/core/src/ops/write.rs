@@ -8,12 +8,12 @@
 //! in here, before and after the kernel.
 
 use crate::error::{Error, Result};
-use crate::ops::iter_layout::non_overlapping_and_dense;
+use crate::ops::iter_layout::is_non_overlapping_and_dense;
 use crate::ops::copy::contiguous_copy;
 use crate::tensor::Tensor;
 
-const INTERNAL_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
-const PARTIAL_OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
+pub const INTERNAL_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+pub const PARTIAL_OVERLAP: &str = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.";
 
 /// How a read operand relates to the destination's memory.
 #[derive(Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub fn overlap(dst: &Tensor, src: &Tensor) -> Overlap {
     if dst.layout == src.layout {
         return Overlap::Full;
     }
-    if !non_overlapping_and_dense(&dst.layout) || !non_overlapping_and_dense(&src.layout) {
+    if !is_non_overlapping_and_dense(&dst.layout) || !is_non_overlapping_and_dense(&src.layout) {
         return Overlap::TooHard;
     }
     // Dense layouts (non-negative strides) cover [offset, offset + numel).
