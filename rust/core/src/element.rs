@@ -25,8 +25,18 @@ pub trait Element: Copy + Send + Sync + PartialOrd + PartialEq + std::fmt::Debug
     fn cast_from<S: Element>(v: S) -> Self;
 }
 
+/// A float-to-integer cast as torch's x86 build performs it (`cvttsd2si`): truncation for values
+/// in range, the type's minimum for NaN and out-of-range values (Rust's `as` would saturate).
+macro_rules! float_to_int {
+    ($t:ty) => {
+        |f: f64| -> $t {
+            if f.is_nan() || f < <$t>::MIN as f64 || f >= -(<$t>::MIN as f64) { <$t>::MIN } else { f as $t }
+        }
+    };
+}
+
 macro_rules! numeric_element {
-    ($t:ty, $dt:expr, $scalar:ident, $to_scalar:expr) => {
+    ($t:ty, $dt:expr, $scalar:ident, $to_scalar:expr, $from_float:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
             fn zero() -> Self { 0 as $t }
@@ -40,7 +50,7 @@ macro_rules! numeric_element {
             fn to_scalar(self) -> Scalar { $to_scalar(self) }
             fn cast_from<S: Element>(v: S) -> Self {
                 match S::DTYPE {
-                    DType::Float32 | DType::Float64 => v.to_f64() as $t,
+                    DType::Float32 | DType::Float64 => ($from_float)(v.to_f64()),
                     DType::Bool => v.to_bool() as u8 as $t,
                     _ => v.to_i64() as $t,
                 }
@@ -49,10 +59,27 @@ macro_rules! numeric_element {
     };
 }
 
-numeric_element!(f32, DType::Float32, Float, |v: f32| Scalar::Float(v as f64));
-numeric_element!(f64, DType::Float64, Float, |v: f64| Scalar::Float(v));
-numeric_element!(i32, DType::Int32, Int, |v: i32| Scalar::Int(v as i64));
-numeric_element!(i64, DType::Int64, Int, |v: i64| Scalar::Int(v));
+numeric_element!(f32, DType::Float32, Float, |v: f32| Scalar::Float(v as f64), |f: f64| f as f32);
+numeric_element!(f64, DType::Float64, Float, |v: f64| Scalar::Float(v), |f: f64| f);
+numeric_element!(i32, DType::Int32, Int, |v: i32| Scalar::Int(v as i64), float_to_int!(i32));
+numeric_element!(i64, DType::Int64, Int, |v: i64| Scalar::Int(v), float_to_int!(i64));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_to_int_casts_follow_torch_on_x86() {
+        // torch: tensor([1e30, nan, 3e9, -2.7]).to(int32) == [MIN, MIN, MIN, -2]
+        assert_eq!(i32::cast_from(1e30f32), i32::MIN);
+        assert_eq!(i32::cast_from(f32::NAN), i32::MIN);
+        assert_eq!(i32::cast_from(3e9f64), i32::MIN);
+        assert_eq!(i32::cast_from(-2.7f64), -2);
+        assert_eq!(i64::cast_from(3e9f32), 3_000_000_000);
+        assert_eq!(i64::cast_from(-1e30f64), i64::MIN);
+        assert_eq!(i64::cast_from(f64::INFINITY), i64::MIN);
+    }
+}
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
