@@ -43,9 +43,20 @@ print("clone version:", c._version, "| .data version:", x.data._version, "| deta
 section("NumPy interop is zero-copy")
 a = x.numpy()
 a[0, 0] = 100.0
-print("write through numpy shows in x:", x[0, 0].item() if hasattr(x, "__getitem__") else x.select(0, 0).select(0, 0).item())
+print("write through numpy shows in x:", x[0, 0].item())
 t = mg.from_numpy(np.arange(4.0))
 print("from_numpy keeps float64:", t.dtype)
+
+section("indexing: basic keys are views, advanced keys copy")
+row = x[1]
+picked = x[x > 3]
+print("x[1] is a view:", row._base is x, "| x[x > 3] is a copy:", picked._base is None, picked)
+before = x._version
+x[0] += 1                      # __getitem__ (view), add_ (+1), __setitem__ copy_ (+1)
+print("x[0] += 1 bumps the version by", x._version - before, "(as torch: rule R2)")
+
+section("reductions and products")
+print("sum:", x.sum().item(), "| max over dim 1:", x.max(1).values, "| x @ x.t():", (x @ x.t()).shape)
 
 section("errors read like torch's")
 for bad in (lambda: mg.zeros(3).add_(mg.zeros(2, 3)), lambda: mg.zeros(3).expand(2, 3).mul_(2),
