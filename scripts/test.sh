@@ -11,4 +11,4 @@ echo "== cargo test (rust/core) =="
 cargo test -p minigrad-core --quiet
 
 echo "== pytest (differential tests against torch) =="
-python3 -m pytest tests -q -p no:cacheprovider "$@"
+python3 -m pytest tests -p no:cacheprovider "$@"
