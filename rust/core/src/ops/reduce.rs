@@ -6,6 +6,7 @@
 
 use crate::dtype::DType;
 use crate::element::Element;
+use crate::error::fmt_g;
 use crate::error::{Error, Result};
 use crate::kernels::reduce::{reduce, Reducer};
 use crate::kernels::reducers::{norm_kind, AllAny, ArgExtreme, CountNonzero, Extreme, LogSumExp, Norm, SquaredDeviation, SumProd};
@@ -333,30 +334,6 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
 }
 
 // ----- norm -----
-
-/// A float as C++ streams print it (`%g`): torch formats the norm order this way.
-pub fn fmt_g(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let sci = format!("{:.5e}", v);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s.to_string() }
-    };
-    if !(-4..6).contains(&exp) {
-        format!("{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs())
-    } else {
-        trim(&format!("{:.*}", (5 - exp) as usize, v))
-    }
-}
 
 /// `linalg.vector_norm(x, ord, dim, keepdim, dtype=)`, which `Tensor.norm` uses for numeric
 /// orders and for 'fro' over at most two dims.
