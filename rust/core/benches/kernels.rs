@@ -3,8 +3,8 @@
 //! 40 MB output would otherwise page-fault on first touch.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use minigrad_core::ops::binary::{binary, binary_, BinaryOp};
-use minigrad_core::ops::unary::{unary, unary_, UnaryOp};
+use minigrad_core::ops::binary::{binary_raw, binary_inplace_raw, BinaryOp};
+use minigrad_core::ops::unary::{unary_raw, unary_inplace_raw, UnaryOp};
 use minigrad_core::ops::{copy, views, Arg};
 use minigrad_core::{DType, Scalar, Tensor};
 use std::hint::black_box;
@@ -21,17 +21,17 @@ fn elementwise(c: &mut Criterion) {
         let b = randn(n);
         g.throughput(Throughput::Bytes((3 * 4 * n) as u64));
         g.bench_with_input(BenchmarkId::new("add", n), &n, |bch, _| {
-            bch.iter(|| black_box(binary(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(b.clone()), None).unwrap()))
+            bch.iter(|| black_box(binary_raw(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(b.clone()), None).unwrap()))
         });
         g.bench_with_input(BenchmarkId::new("add_inplace", n), &n, |bch, _| {
-            let x = copy::clone(&a);
-            bch.iter(|| binary_(BinaryOp::Add, &x, &Arg::Tensor(b.clone()), None).unwrap())
+            let x = copy::clone_raw(&a);
+            bch.iter(|| binary_inplace_raw(BinaryOp::Add, &x, &Arg::Tensor(b.clone()), None).unwrap())
         });
         g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
-        g.bench_with_input(BenchmarkId::new("relu", n), &n, |bch, _| bch.iter(|| black_box(unary(UnaryOp::Relu, &a).unwrap())));
+        g.bench_with_input(BenchmarkId::new("relu", n), &n, |bch, _| bch.iter(|| black_box(unary_raw(UnaryOp::Relu, &a).unwrap())));
         g.bench_with_input(BenchmarkId::new("relu_inplace", n), &n, |bch, _| {
-            let x = copy::clone(&a);
-            bch.iter(|| unary_(UnaryOp::Relu, &x).unwrap())
+            let x = copy::clone_raw(&a);
+            bch.iter(|| unary_inplace_raw(UnaryOp::Relu, &x).unwrap())
         });
     }
     g.finish();
@@ -41,15 +41,15 @@ fn strided(c: &mut Criterion) {
     let mut g = c.benchmark_group("strided_f32");
     let n = 2048;
     let a = minigrad_core::ops::creation::randn(&[n, n], DType::Float32).unwrap();
-    let at = views::t(&a).unwrap();
+    let at = views::t_raw(&a).unwrap();
     let row = minigrad_core::ops::creation::randn(&[n], DType::Float32).unwrap();
     g.throughput(Throughput::Bytes((2 * 4 * n * n) as u64));
-    g.bench_function("contiguous_copy_of_transpose_2048", |b| b.iter(|| black_box(copy::contiguous(&at))));
+    g.bench_function("contiguous_copy_of_transpose_2048", |b| b.iter(|| black_box(copy::contiguous_raw(&at))));
     g.bench_function("add_broadcast_row_2048", |b| {
-        b.iter(|| black_box(binary(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(row.clone()), None).unwrap()))
+        b.iter(|| black_box(binary_raw(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(row.clone()), None).unwrap()))
     });
     g.bench_function("mul_scalar_transposed_2048", |b| {
-        b.iter(|| black_box(binary(BinaryOp::Mul, &Arg::Tensor(at.clone()), &Arg::Scalar(Scalar::Float(2.0)), None).unwrap()))
+        b.iter(|| black_box(binary_raw(BinaryOp::Mul, &Arg::Tensor(at.clone()), &Arg::Scalar(Scalar::Float(2.0)), None).unwrap()))
     });
     g.finish();
 }

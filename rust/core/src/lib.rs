@@ -6,6 +6,7 @@
 //! `ops::write`).
 
 pub mod alloc;
+pub mod autograd;
 pub mod dtype;
 pub mod element;
 pub mod error;

@@ -3,8 +3,10 @@
 //! `Tensor` is a cheap-to-clone value (an `Arc` and a small layout). Cloning the value is not
 //! `clone()` in torch's sense (that is `ops::copy::clone`): both values name the same tensor
 //! memory and version counter. Views are new values over the same storage and counter.
-//! Autograd metadata (issue 3) joins as one more `Arc` field here; nothing else changes shape.
+//! `meta` is the tensor's identity for autograd (requires_grad, grad, grad_fn, view base): two
+//! values with the same `meta` are the same tensor; `detach()` and `.data` get a new one.
 
+use crate::autograd::meta::{AutogradMeta, MetaRef};
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -18,8 +20,8 @@ pub struct Tensor {
     pub storage: Arc<Storage>,
     pub layout: Layout,
     pub version: VersionCounter,
-    /// True for results of view ops (they share storage and counter with a base).
-    pub is_view: bool,
+    /// Autograd state shared by every handle of this tensor (see `autograd::meta`).
+    pub meta: MetaRef,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -33,13 +35,13 @@ impl Tensor {
     pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
         let layout = Layout::contiguous(shape);
         let storage = Storage::new(layout.numel(), dtype, false);
-        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
         let layout = Layout::contiguous(shape);
         let storage = Storage::new(layout.numel(), dtype, true);
-        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
     }
 
     pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
@@ -67,7 +69,7 @@ impl Tensor {
 
     /// Wraps existing storage with a layout (used by from_numpy and as_strided).
     pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
-        Tensor { storage, layout, version: VersionCounter::new(), is_view: false }
+        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
     }
 
     pub fn dtype(&self) -> DType {
@@ -111,19 +113,42 @@ impl Tensor {
         self.storage.as_ptr() as usize + self.layout.offset * self.dtype().size()
     }
 
-    /// A view: same storage, same version counter, new layout.
+    /// A view: same storage, same version counter, new layout; records its root base and how
+    /// it was created (grad mode, inference mode) for the in-place rules.
     pub fn view_as_layout(&self, layout: Layout) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), is_view: true }
+        let meta = AutogradMeta::new_view_ref(self);
+        Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), meta }
+    }
+
+    /// True for results of view ops (they share storage and counter with a base).
+    pub fn is_view(&self) -> bool {
+        self.meta.lock().view.is_some()
+    }
+
+    /// The root base of a view.
+    pub fn base(&self) -> Option<Tensor> {
+        self.meta.lock().view.as_ref().map(|v| v.base.clone())
+    }
+
+    /// True when both values are handles of the same tensor.
+    pub fn same_tensor(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.meta, &other.meta)
+    }
+
+    /// The same memory, layout and counter under a new identity with no autograd state: what
+    /// internal code uses when it must not touch the caller's graph.
+    pub fn fresh_handle(&self) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), meta: AutogradMeta::new_ref() }
     }
 
     /// `detach()`: same memory and counter, not a view (torch's `detach()._base` is None).
     pub fn alias(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), is_view: false }
+        self.fresh_handle()
     }
 
     /// `.data`: same memory, a fresh version counter (R7).
     pub fn alias_with_new_version(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: VersionCounter::new(), is_view: false }
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
     }
 
     pub fn same_storage(&self, other: &Tensor) -> bool {
@@ -132,7 +157,7 @@ impl Tensor {
 
     /// Reads every element in row-major order (tests and small conversions).
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
-        let c = crate::ops::copy::contiguous(self);
+        let c = crate::ops::copy::contiguous_raw(self);
         let n = c.numel();
         let mut out = Vec::with_capacity(n);
         // SAFETY: c is contiguous with n elements of T starting at data_ptr.

@@ -294,8 +294,8 @@ pub fn param_unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str, param: f
     let name = op.to_string();
     let out = run(py, t.numel(), move || -> minigrad_core::Result<Tensor> {
         match name.as_str() {
-            "leaky_relu" => unops::map_float(&t, inplace, move |v| if v > 0.0 || v.is_nan() { v } else { v * param }, "leaky_relu"),
-            "elu" => unops::map_float(&t, inplace, move |v| if v > 0.0 || v.is_nan() { v } else { param * v.exp_m1() }, "elu"),
+            "leaky_relu" => unops::param_unary(unops::ParamUnary::LeakyRelu(param), &t, inplace),
+            "elu" => unops::param_unary(unops::ParamUnary::Elu(param), &t, inplace),
             other => Err(Error::Type(format!("unknown op {}", other))),
         }
     })?;

@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::index::{gather, scatter, Dim, Walk};
 use crate::layout::Layout;
-use crate::ops::binary::masked_fill;
+use crate::ops::binary::masked_fill_raw;
 use crate::ops::copy::{contiguous_copy, copy_kernel, empty_with_layout};
 use crate::ops::index::checked_convert;
 use crate::ops::mask::nonzero;
@@ -24,7 +24,7 @@ use crate::version::VersionCounter;
 const NO_INDEX_ASSERT: &str = "ntensor >= 3 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/aten/src/ATen/native/cpu/IndexKernelUtils.h\":8, please report a bug to PyTorch. ";
 
 /// `x[indices]` (torch's `index`): `None` entries leave their dim alone.
-pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     check_count(x, indices)?;
     let info = Info::new(x, indices)?;
     if info.indices.is_empty() {
@@ -61,7 +61,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
 }
 
 /// `x.index_put_(indices, values, accumulate)`: one write, one version bump.
-pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
+pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
     check_count(x, indices)?;
     // torch answers a single-mask write of one value with masked_fill_ (other rules apply).
     if !accumulate && values.numel() == 1 {
@@ -127,9 +127,9 @@ pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accum
 }
 
 /// `index_put` (out of place): a preserve-format clone of x, written, with a fresh counter.
-pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+pub fn index_put_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
     let out = copy_preserving(x, x.dtype());
-    index_put_(&out, indices, values, accumulate)?;
+    index_put_inplace_raw(&out, indices, values, accumulate)?;
     Ok(Tensor { version: VersionCounter::new(), ..out })
 }
 
@@ -428,7 +428,7 @@ fn masked_fill_write(x: &Tensor, mask: &Tensor, values: &Tensor) -> Result<()> {
     // A mask sharing x's memory is read from a copy (each element reads its own flag first,
     // so the result is the same).
     let mask = if mask.same_storage(x) { contiguous_copy(mask, DType::Bool) } else { mask.clone() };
-    masked_fill(x, &mask, &Arg::Scalar(v), true).map(|_| ())
+    masked_fill_raw(x, &mask, &Arg::Scalar(v), true).map(|_| ())
 }
 
 #[cfg(test)]
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn adjacent_indices_replace_in_place() {
         let x = arange(&[2, 3, 4]);
-        let r = index(&x, &[None, Some(longs(&[2, 0])), Some(longs(&[1, 3]))]).unwrap();
+        let r = index_raw(&x, &[None, Some(longs(&[2, 0])), Some(longs(&[1, 3]))]).unwrap();
         assert_eq!(r.shape(), &[2, 2]);
         assert_eq!(r.to_vec::<f32>(), vec![9., 3., 21., 15.]);
     }
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn separated_indices_go_first() {
         let x = arange(&[2, 3, 4]);
-        let r = index(&x, &[Some(longs(&[0, 1])), None, Some(longs(&[1, 0]))]).unwrap();
+        let r = index_raw(&x, &[Some(longs(&[0, 1])), None, Some(longs(&[1, 0]))]).unwrap();
         assert_eq!(r.shape(), &[2, 3]);
         assert_eq!(r.to_vec::<f32>(), vec![1., 5., 9., 12., 16., 20.]);
     }
@@ -466,7 +466,7 @@ mod tests {
         // x.transpose(0, 2)[[0, 1]] has strides (6, 1, 3) in torch.
         let x = arange(&[2, 3, 4]);
         let t = x.view_as_layout(x.layout.transpose(0, 2).unwrap());
-        let r = index(&t, &[Some(longs(&[0, 1]))]).unwrap();
+        let r = index_raw(&t, &[Some(longs(&[0, 1]))]).unwrap();
         assert_eq!(r.strides(), &[6, 1, 3]);
         assert_eq!(r.to_vec::<f32>(), vec![0., 12., 4., 16., 8., 20., 1., 13., 5., 17., 9., 21.]);
     }
@@ -474,9 +474,9 @@ mod tests {
     #[test]
     fn out_of_range_names_the_first_bad_index() {
         let x = arange(&[3, 4]);
-        let e = index(&x, &[Some(longs(&[1, 9, 7])), Some(longs(&[8, 2, 1]))]).unwrap_err();
+        let e = index_raw(&x, &[Some(longs(&[1, 9, 7])), Some(longs(&[8, 2, 1]))]).unwrap_err();
         assert_eq!(e.to_string(), "index 8 is out of bounds for dimension 1 with size 4");
-        let e = index(&Tensor::zeros(&[0], DType::Float32), &[Some(longs(&[0]))]).unwrap_err();
+        let e = index_raw(&Tensor::zeros(&[0], DType::Float32), &[Some(longs(&[0]))]).unwrap_err();
         assert_eq!(e.to_string(), "index is out of bounds for dimension with size 0");
     }
 
@@ -484,15 +484,15 @@ mod tests {
     fn masks_and_shape_errors() {
         let x = arange(&[3, 4]);
         let m = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
-        let r = index(&x, &[Some(m)]).unwrap();
+        let r = index_raw(&x, &[Some(m)]).unwrap();
         assert_eq!(r.to_vec::<f32>(), vec![0., 1., 2., 3., 8., 9., 10., 11.]);
         let bad = Tensor::from_vec(vec![true, false], &[2]).unwrap();
-        let e = index(&x, &[Some(bad)]).unwrap_err();
+        let e = index_raw(&x, &[Some(bad)]).unwrap_err();
         assert_eq!(
             e.to_string(),
             "The shape of the mask [2] at index 0 does not match the shape of the indexed tensor [3, 4] at index 0"
         );
-        let e = index(&x, &[Some(longs(&[0, 1])), Some(longs(&[0, 1, 2]))]).unwrap_err();
+        let e = index_raw(&x, &[Some(longs(&[0, 1])), Some(longs(&[0, 1, 2]))]).unwrap_err();
         assert_eq!(e.to_string(), "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]");
     }
 
@@ -500,12 +500,12 @@ mod tests {
     fn index_put_accumulates_in_order_and_bumps_once() {
         let x = Tensor::zeros(&[3], DType::Float32);
         let v = Tensor::from_vec(vec![1f32, 2., 3.], &[3]).unwrap();
-        index_put_(&x, &[Some(longs(&[0, 0, 2]))], &v, true).unwrap();
+        index_put_inplace_raw(&x, &[Some(longs(&[0, 0, 2]))], &v, true).unwrap();
         assert_eq!(x.to_vec::<f32>(), vec![3., 0., 3.]);
         assert_eq!(x.version(), 1);
-        index_put_(&x, &[Some(longs(&[1, 1]))], &Tensor::from_vec(vec![5f32, 6.], &[2]).unwrap(), false).unwrap();
+        index_put_inplace_raw(&x, &[Some(longs(&[1, 1]))], &Tensor::from_vec(vec![5f32, 6.], &[2]).unwrap(), false).unwrap();
         assert_eq!(x.to_vec::<f32>(), vec![3., 6., 3.]);
-        let e = index_put_(&x, &[Some(longs(&[0]))], &longs(&[1]), false).unwrap_err();
+        let e = index_put_inplace_raw(&x, &[Some(longs(&[0]))], &longs(&[1]), false).unwrap_err();
         assert!(e.to_string().starts_with("Index put requires the source and destination dtypes match"));
         assert_eq!(x.version(), 2);
     }
@@ -514,9 +514,9 @@ mod tests {
     fn mask_write_uses_masked_fill_rules() {
         let x = Tensor::zeros(&[2, 2], DType::Int64);
         let m = Tensor::from_vec(vec![true, false], &[2]).unwrap();
-        index_put_(&x, &[Some(m.clone())], &Tensor::scalar(Scalar::Float(2.7), DType::Float32), false).unwrap();
+        index_put_inplace_raw(&x, &[Some(m.clone())], &Tensor::scalar(Scalar::Float(2.7), DType::Float32), false).unwrap();
         assert_eq!(x.to_vec::<i64>(), vec![2, 2, 0, 0]);
-        let e = index_put_(&x, &[Some(m)], &Tensor::scalar(Scalar::Float(1e30), DType::Float32), false).unwrap_err();
+        let e = index_put_inplace_raw(&x, &[Some(m)], &Tensor::scalar(Scalar::Float(1e30), DType::Float32), false).unwrap_err();
         assert_eq!(e.to_string(), "value cannot be converted to type int64_t without overflow");
     }
 
@@ -524,7 +524,21 @@ mod tests {
     fn overlapping_values_are_refused() {
         let x = arange(&[3, 4]);
         let row = x.view_as_layout(x.layout.select(0, 0).unwrap());
-        let e = index_put_(&x, &[Some(longs(&[1]))], &row, false).unwrap_err();
+        let e = index_put_inplace_raw(&x, &[Some(longs(&[1]))], &row, false).unwrap_err();
         assert_eq!(e.to_string(), crate::ops::write::PARTIAL_OVERLAP);
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    index_raw(x, indices)
+}
+
+pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
+    index_put_inplace_raw(x, indices, values, accumulate)
+}
+
+pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    index_put_raw(x, indices, values, accumulate)
 }

@@ -392,12 +392,12 @@ fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>) -> Result<Arg> {
             (Scalar::Int(x), Scalar::Int(y)) => Scalar::Int(x.wrapping_mul(y)),
             (x, y) => Scalar::Float(x.to_f64() * y.to_f64()),
         }),
-        Arg::Tensor(t) => Arg::Tensor(binary(BinaryOp::Mul, &Arg::Tensor(t), &Arg::Scalar(alpha), None)?),
+        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(t), &Arg::Scalar(alpha), None)?),
     })
 }
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
-pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
     op.pre_check(a, b)?;
     check_int_pow(op, a, b)?;
     let shape = broadcast_shapes(a.shape(), b.shape())?;
@@ -426,7 +426,7 @@ fn check_int_pow(op: BinaryOp, a: &Arg, b: &Arg) -> Result<()> {
 
 /// In-place `a.op_(b)`: the broadcast result must keep a's shape (R44) and its type must be
 /// castable to a's dtype (R45). Returns nothing; the caller returns `a` itself.
-pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
+pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
     let aa = Arg::Tensor(a.clone());
     op.pre_check(&aa, b)?;
     check_int_pow(op, &aa, b)?;
@@ -462,7 +462,7 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
 }
 
 /// `torch.where(cond, a, b)`.
-pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
+pub fn where_raw(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {
         return Err(Error::Runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
@@ -514,7 +514,7 @@ fn clamp3<T: Element>(x: T, lo: Option<T>, hi: Option<T>) -> T {
 /// `clamp`/`clamp_min`/`clamp_max` with Python-number bounds (torch's `clamp.Scalar`, where a 0-d
 /// tensor bound also counts as a number): computed in `x`'s dtype promoted by the bounds (floats
 /// stay), laid out as a unary op. In place, the promoted type must be `x`'s own.
-pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool) -> Result<Tensor> {
+pub fn clamp_scalar_raw(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
     }
@@ -566,7 +566,7 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
 
 /// `clamp`/`clamp_min`/`clamp_max` with tensor bounds (torch's `clamp.Tensor`): an elementwise op
 /// over `x` and the bounds with full type promotion and broadcasting.
-pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool) -> Result<Tensor> {
+pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
     }
@@ -626,9 +626,9 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_p
     Ok(out)
 }
 
-/// `clamp(min, max)` with tensor or number bounds (either may be absent, not both): tensor
+/// `clamp_raw(min, max)` with tensor or number bounds (either may be absent, not both): tensor
 /// bounds take `clamp_tensor`, numbers (and 0-d tensors mixed with numbers) `clamp_scalar`.
-pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
+pub fn clamp_raw(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
     let number = |a: &Arg| matches!(a, Arg::Scalar(_));
     if min.is_some_and(number) || max.is_some_and(number) {
         let scalar = |a: Option<&Arg>| -> Result<Option<Scalar>> {
@@ -638,17 +638,17 @@ pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -
                 Some(Arg::Tensor(t)) => t.item().map(Some),
             }
         };
-        return clamp_scalar(x, scalar(min)?, scalar(max)?, in_place);
+        return clamp_scalar_raw(x, scalar(min)?, scalar(max)?, in_place);
     }
     let tensor = |a: Option<&Arg>| match a {
         Some(Arg::Tensor(t)) => Some(t.clone()),
         _ => None,
     };
-    clamp_tensor(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place)
+    clamp_tensor_raw(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place)
 }
 
-/// `masked_fill(mask, value)`; in place writes through the write path.
-pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
+/// `masked_fill_raw(mask, value)`; in place writes through the write path.
+pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
     let v = match value {
         Arg::Scalar(s) => *s,
         Arg::Tensor(t) => {
@@ -692,4 +692,459 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
         body(&target, mask);
     }
     Ok(target)
+}
+
+// ----- autograd: saves and backward formulas (derivatives.yaml), out of place and in place -----
+
+/// Which operands are Python numbers decides torch's node (`1 - x` is RsubBackward1,
+/// `x ** 2` PowBackward0, `2 ** x` PowBackward2).
+fn node_name(op: BinaryOp, a_number: bool, b_number: bool) -> &'static str {
+    use BinaryOp::*;
+    match op {
+        Sub if a_number => "RsubBackward1",
+        Pow if b_number => "PowBackward0",
+        Pow if a_number => "PowBackward2",
+        Pow => "PowBackward1",
+        Remainder if b_number => "RemainderBackward0",
+        Remainder => "RemainderBackward1",
+        DivFloor | DivTrunc => "DivBackward2",
+        _ => op.def().node,
+    }
+}
+
+fn is_differentiable(op: BinaryOp) -> bool {
+    use BinaryOp::*;
+    matches!(op, Add | Sub | Mul | Div | DivFloor | DivTrunc | Remainder | Pow | Maximum | Minimum)
+}
+
+/// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
+fn wrapped(a: &Arg) -> Tensor {
+    match a {
+        Arg::Tensor(t) => t.clone(),
+        Arg::Scalar(s) => Tensor::scalar(*s, s.wrapped_dtype()),
+    }
+}
+
+/// What a binary node keeps besides its saved tensors.
+#[derive(Clone)]
+struct BinaryInfo {
+    op: BinaryOp,
+    alpha: f64,
+    a_shape: Vec<usize>,
+    b_shape: Vec<usize>,
+    a_number: bool,
+    b_number: bool,
+}
+
+/// Saves what `op`'s formula needs for the gradients that are wanted (R11, R13). `a_old` is
+/// `self` as the formula must see it (a clone of the old value for in-place ops, R14).
+fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &Tensor, b: &Tensor) -> Result<()> {
+    use BinaryOp::*;
+    let (na, nb) = (rec.needs(0), rec.needs(1));
+    match info.op {
+        Mul => {
+            if na {
+                rec.save("other", b)?;
+            }
+            if nb {
+                rec.save("self", a_old)?;
+            }
+        }
+        Div => {
+            if na || nb {
+                rec.save("other", b)?;
+            }
+            if nb {
+                rec.save("self", a_old)?;
+            }
+        }
+        Pow if info.b_number => rec.save("self", a_old)?,
+        Pow if info.a_number => rec.save("exponent", b)?,
+        Pow => {
+            rec.save("self", a_old)?;
+            rec.save("exponent", b)?;
+        }
+        Maximum | Minimum | DivFloor | DivTrunc => {
+            rec.save("self", a_old)?;
+            rec.save("other", b)?;
+        }
+        Remainder if !info.b_number => {
+            rec.save("self", a_old)?;
+            rec.save("other", b)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Pow's result is saved too when the exponent is a tensor (PowBackward1/2).
+fn saves_result(info: &BinaryInfo) -> bool {
+    info.op == BinaryOp::Pow && !info.b_number
+}
+
+/// Named access to the saved tensors in `save_binary`'s order.
+fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Result<Vec<Option<Tensor>>> {
+    use crate::autograd::formulas::*;
+    use BinaryOp::*;
+    let g = ctx.grad();
+    let (na, nb) = (ctx.needs(0), ctx.needs(1));
+    let mut saved = ctx.saved.iter();
+    let mut next = || saved.next().cloned().expect("saved by the forward");
+    let (ga, gb): (Option<Tensor>, Option<Tensor>) = match info.op {
+        Add => (na.then(|| g.clone()), if nb { Some(mul_s(g, info.alpha)?) } else { None }),
+        Sub => (na.then(|| g.clone()), if nb { Some(mul_s(g, -info.alpha)?) } else { None }),
+        Mul => {
+            let other = if na { Some(next()) } else { None };
+            let this = if nb { Some(next()) } else { None };
+            (other.map(|o| mul(g, &o)).transpose()?, this.map(|s| mul(g, &s)).transpose()?)
+        }
+        Div => {
+            let other = next();
+            let ga = if na { Some(div(g, &other)?) } else { None };
+            let gb = if nb {
+                let a = next();
+                Some(neg(&div(&mul(g, &a)?, &mul(&other, &other)?)?)?)
+            } else {
+                None
+            };
+            (ga, gb)
+        }
+        Pow if info.b_number => {
+            let a = next();
+            let e = info.alpha; // the exponent travels in `alpha` for tensor ** number
+            let ga = if e == 0.0 { zeros_like(&a) } else { mul(g, &mul_s(&pow_s(&a, e - 1.0)?, e)?)? };
+            (Some(ga), None)
+        }
+        Pow if info.a_number => {
+            let e = next();
+            let result = next();
+            let base = info.alpha;
+            let gb = if base == 0.0 {
+                // torch: the gradient is 0 where the exponent is >= 0
+                zero_where(&mul_s(&mul(g, &result)?, f64::NEG_INFINITY)?, &cmp_s(Ge, &e, 0.0)?)?
+            } else {
+                mul_s(&mul(g, &result)?, base.ln())?
+            };
+            (None, Some(gb))
+        }
+        Pow => {
+            let a = next();
+            let e = next();
+            let result = next();
+            let ga = if na {
+                let d = mul(&e, &pow_tensor(&a, &sub_one(&e)?)?)?;
+                Some(zero_where(&mul(g, &d)?, &cmp_s(Eq, &e, 0.0)?)?)
+            } else {
+                None
+            };
+            let gb = if nb {
+                let d = mul(&mul(g, &result)?, &un(crate::ops::unary::UnaryOp::Log, &a)?)?;
+                let zero_base = cmp(LogicalAnd, &cmp_s(Eq, &a, 0.0)?, &Arg::Tensor(cmp_s(Ge, &e, 0.0)?))?;
+                Some(zero_where(&d, &zero_base)?)
+            } else {
+                None
+            };
+            (ga, gb)
+        }
+        Maximum | Minimum => {
+            let (a, b) = (next(), next());
+            let (lose_a, lose_b) = if info.op == Maximum { (Lt, Gt) } else { (Gt, Lt) };
+            let eq = cmp(Eq, &a, &Arg::Tensor(b.clone()))?;
+            let half = where_t(&eq, &mul_s(g, 0.5)?, g)?;
+            let ga = if na { Some(zero_where(&half, &cmp(lose_a, &a, &Arg::Tensor(b.clone()))?)?) } else { None };
+            let gb = if nb { Some(zero_where(&half, &cmp(lose_b, &a, &Arg::Tensor(b.clone()))?)?) } else { None };
+            (ga, gb)
+        }
+        DivFloor | DivTrunc => (na.then(|| zeros_like(g)), nb.then(|| zeros_like(g))),
+        Remainder => {
+            let gb = if nb && !info.b_number {
+                let (a, b) = (next(), next());
+                Some(neg(&mul(g, &binary_raw(DivFloor, &Arg::Tensor(a), &Arg::Tensor(b), None)?)?)?)
+            } else {
+                None
+            };
+            (na.then(|| g.clone()), gb)
+        }
+        _ => (None, None),
+    };
+    let ga = ga.map(|t| sum_to(&t, &info.a_shape)).transpose()?;
+    let gb = gb.map(|t| sum_to(&t, &info.b_shape)).transpose()?;
+    Ok(vec![ga, gb])
+}
+
+fn pow_tensor(a: &Tensor, e: &Tensor) -> Result<Tensor> {
+    binary(BinaryOp::Pow, &Arg::Tensor(a.clone()), &Arg::Tensor(e.clone()), None)
+}
+fn sub_one(e: &Tensor) -> Result<Tensor> {
+    crate::autograd::formulas::add_s(e, -1.0)
+}
+
+fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo {
+    // For number ** tensor and tensor ** number the number rides in `alpha`.
+    let alpha = match (op, a, b) {
+        (BinaryOp::Pow, _, Arg::Scalar(s)) | (BinaryOp::Pow, Arg::Scalar(s), _) => s.to_f64(),
+        _ => alpha.map(|s| s.to_f64()).unwrap_or(1.0),
+    };
+    BinaryInfo {
+        op,
+        alpha,
+        a_shape: a.shape().to_vec(),
+        b_shape: b.shape().to_vec(),
+        a_number: matches!(a, Arg::Scalar(_)),
+        b_number: matches!(b, Arg::Scalar(_)),
+    }
+}
+
+/// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
+pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
+        if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
+            let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;
+            return binary(BinaryOp::Mul, &Arg::Tensor(r), &Arg::Scalar(*s), None);
+        }
+    }
+    let out = binary_raw(op, a, b, alpha)?;
+    if !is_differentiable(op) || !out.dtype().is_floating() {
+        return Ok(out);
+    }
+    let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
+    let info = info_of(op, a, b, alpha);
+    save_binary(&mut rec, &info, &wrapped(a), &wrapped(b))?;
+    if saves_result(&info) {
+        rec.save_output("result", &out, 0);
+    }
+    let name = node_name(op, info.a_number, info.b_number);
+    rec.finish(name, &[&out], Box::new(move |ctx| binary_backward(&info, ctx)));
+    Ok(out)
+}
+
+/// Differentiable `a.op_(b)`.
+pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
+    let _blame = crate::autograd::blame::op(inplace_name(op));
+    let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
+    let rec = rec.filter(|_| is_differentiable(op) && a.dtype().is_floating());
+    let aa = Arg::Tensor(a.clone());
+    let info = info_of(op, &aa, b, alpha);
+    let mut rec = match rec {
+        Some(mut rec) => {
+            // `self` as the formula needs it is the value *before* the write (R14).
+            let needs_self = matches!(op, BinaryOp::Mul if rec.needs(1)) || matches!(op, BinaryOp::Div if rec.needs(1))
+                || matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::DivFloor | BinaryOp::DivTrunc)
+                || (op == BinaryOp::Remainder && !info.b_number);
+            let old = if needs_self { crate::ops::copy::clone_raw(a) } else { a.clone() };
+            save_binary(&mut rec, &info, &old, &wrapped(b))?;
+            Some(rec)
+        }
+        None => None,
+    };
+    binary_inplace_raw(op, a, b, alpha)?;
+    if let Some(mut rec) = rec.take() {
+        if saves_result(&info) {
+            rec.save_output("result", a, 0);
+        }
+        let name = node_name(op, false, info.b_number);
+        rec.finish_inplace(name, a, Box::new(move |ctx| binary_backward(&info, ctx)))?;
+    }
+    Ok(())
+}
+
+fn inplace_name(op: BinaryOp) -> &'static str {
+    use BinaryOp::*;
+    match op {
+        Add => "add_", Sub => "sub_", Mul => "mul_", Div | DivFloor | DivTrunc => "div_", Remainder => "remainder_", Pow => "pow_",
+        Maximum => "maximum_", Minimum => "minimum_", _ => "an in-place operation",
+    }
+}
+
+/// Differentiable `where(cond, a, b)`: WhereBackward0 saves only the condition.
+pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
+    let out = where_raw(cond, a, b)?;
+    if !out.dtype().is_floating() {
+        return Ok(out);
+    }
+    let Some(mut rec) = crate::autograd::Recorder::new(&[None, a.tensor(), b.tensor()])? else { return Ok(out) };
+    rec.save("condition", cond)?;
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    rec.finish("WhereBackward0", &[&out], Box::new(move |ctx| {
+        use crate::autograd::formulas::*;
+        let (g, c) = (ctx.grad(), ctx.saved(0));
+        let ga = if ctx.needs(1) { Some(sum_to(&zero_where(g, &crate::ops::unary::unary_raw(crate::ops::unary::UnaryOp::LogicalNot, c)?)?, &sa)?) } else { None };
+        let gb = if ctx.needs(2) { Some(sum_to(&zero_where(g, c)?, &sb)?) } else { None };
+        Ok(vec![None, ga, gb])
+    }));
+    Ok(out)
+}
+
+/// The mask where a clamp passes the gradient to `x`: `lo <= x <= hi` (bounds inclusive, R57).
+fn clamp_pass(x: &Tensor, lo: Option<&Arg>, hi: Option<&Arg>) -> Result<Tensor> {
+    use crate::autograd::formulas::cmp;
+    let mut m: Option<Tensor> = None;
+    if let Some(lo) = lo {
+        m = Some(cmp(BinaryOp::Ge, x, lo)?);
+    }
+    if let Some(hi) = hi {
+        let le = cmp(BinaryOp::Le, x, hi)?;
+        m = Some(match m {
+            Some(m) => cmp(BinaryOp::LogicalAnd, &m, &Arg::Tensor(le))?,
+            None => le,
+        });
+    }
+    Ok(m.expect("clamp has a bound"))
+}
+
+fn not(m: &Tensor) -> Result<Tensor> {
+    crate::ops::unary::unary_raw(crate::ops::unary::UnaryOp::LogicalNot, m)
+}
+
+/// Differentiable clamp with number bounds; `node` is torch's name for the API used
+/// (`ClampBackward1`, `ClampMinBackward0`, `ClampMaxBackward0`).
+pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool, node: &'static str) -> Result<Tensor> {
+    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
+        let lo = min.map(Arg::Scalar);
+        let hi = max.map(Arg::Scalar);
+        let pass = clamp_pass(ctx.saved(0), lo.as_ref(), hi.as_ref())?;
+        Ok(vec![Some(crate::autograd::formulas::zero_where(ctx.grad(), &not(&pass)?)?)])
+    };
+    if !in_place {
+        let out = clamp_scalar_raw(x, min, max, false)?;
+        if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])?.filter(|_| out.dtype().is_floating()) {
+            rec.save("self", x)?;
+            rec.finish(node, &[&out], Box::new(formula));
+        }
+        return Ok(out);
+    }
+    let _blame = crate::autograd::blame::op("clamp_");
+    let rec = crate::autograd::Recorder::inplace(x, &[])?;
+    let old = rec.as_ref().map(|_| crate::ops::copy::clone_raw(x));
+    clamp_scalar_raw(x, min, max, true)?;
+    if let (Some(mut rec), Some(old)) = (rec, old) {
+        rec.save("self", &old)?;
+        rec.finish_inplace(node, x, Box::new(formula))?;
+    }
+    Ok(x.clone())
+}
+
+/// Differentiable clamp with tensor bounds (ClampBackward0 / ClampMinBackward1 / ClampMaxBackward1).
+pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool, node: &'static str) -> Result<Tensor> {
+    let (smin, smax) = (min.map(|t| t.shape().to_vec()), max.map(|t| t.shape().to_vec()));
+    let (has_min, has_max) = (min.is_some(), max.is_some());
+    let x_shape = x.shape().to_vec();
+    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
+        use crate::autograd::formulas::*;
+        let g = ctx.grad();
+        let xs = ctx.saved(0);
+        let lo = has_min.then(|| Arg::Tensor(ctx.saved(1).clone()));
+        let hi = has_max.then(|| Arg::Tensor(ctx.saved(if has_min { 2 } else { 1 }).clone()));
+        let pass = clamp_pass(xs, lo.as_ref(), hi.as_ref())?;
+        let gx = if ctx.needs(0) { Some(sum_to(&zero_where(g, &not(&pass)?)?, &x_shape)?) } else { None };
+        let mut out = vec![gx];
+        if let Some(lo) = &lo {
+            let mut m = cmp(BinaryOp::Lt, xs, lo)?;
+            if let Some(hi) = &hi {
+                let Arg::Tensor(lo_t) = lo else { unreachable!() };
+                m = cmp(BinaryOp::LogicalAnd, &m, &Arg::Tensor(cmp(BinaryOp::Lt, lo_t, hi)?))?;
+            }
+            out.push(if ctx.needs(1) { Some(sum_to(&zero_where(g, &not(&m)?)?, smin.as_ref().expect("min given"))?) } else { None });
+        }
+        if let Some(hi) = &hi {
+            let mut m = cmp(BinaryOp::Gt, xs, hi)?;
+            if let Some(lo) = &lo {
+                let Arg::Tensor(hi_t) = hi else { unreachable!() };
+                m = cmp(BinaryOp::LogicalOr, &m, &Arg::Tensor(cmp(BinaryOp::Lt, hi_t, lo)?))?;
+            }
+            let i = out.len();
+            out.push(if ctx.needs(i) { Some(sum_to(&zero_where(g, &not(&m)?)?, smax.as_ref().expect("max given"))?) } else { None });
+        }
+        Ok(out)
+    };
+    let operands: Vec<Option<&Tensor>> = [min, max].into_iter().flatten().map(Some).collect();
+    if !in_place {
+        let out = clamp_tensor_raw(x, min, max, false)?;
+        let mut all = vec![Some(x)];
+        all.extend(operands.iter().copied());
+        if let Some(mut rec) = crate::autograd::Recorder::new(&all)?.filter(|_| out.dtype().is_floating()) {
+            rec.save("self", x)?;
+            for (name, t) in [("min", min), ("max", max)] {
+                if let Some(t) = t {
+                    rec.save(name, t)?;
+                }
+            }
+            rec.finish(node, &[&out], Box::new(formula));
+        }
+        return Ok(out);
+    }
+    let _blame = crate::autograd::blame::op("clamp_");
+    let rec = crate::autograd::Recorder::inplace(x, &operands)?;
+    let old = rec.as_ref().map(|_| crate::ops::copy::clone_raw(x));
+    let mut rec = rec;
+    if let (Some(r), Some(old)) = (rec.as_mut(), old.as_ref()) {
+        r.save("self", old)?;
+        for (name, t) in [("min", min), ("max", max)] {
+            if let Some(t) = t {
+                r.save(name, t)?;
+            }
+        }
+    }
+    clamp_tensor_raw(x, min, max, true)?;
+    if let Some(rec) = rec {
+        rec.finish_inplace(node, x, Box::new(formula))?;
+    }
+    Ok(x.clone())
+}
+
+/// Differentiable `clamp(min, max)` with tensor or number bounds (see `clamp_raw`).
+pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
+    let number = |a: &Arg| matches!(a, Arg::Scalar(_));
+    if min.is_some_and(number) || max.is_some_and(number) {
+        let scalar = |a: Option<&Arg>| -> Result<Option<Scalar>> {
+            match a {
+                None => Ok(None),
+                Some(Arg::Scalar(s)) => Ok(Some(*s)),
+                Some(Arg::Tensor(t)) => t.item().map(Some),
+            }
+        };
+        return clamp_scalar(x, scalar(min)?, scalar(max)?, in_place, "ClampBackward1");
+    }
+    let tensor = |a: Option<&Arg>| match a {
+        Some(Arg::Tensor(t)) => Some(t.clone()),
+        _ => None,
+    };
+    clamp_tensor(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place, "ClampBackward0")
+}
+
+/// Differentiable `masked_fill(mask, value)`: MaskedFillBackward0 for a number (saves the mask),
+/// MaskedFillBackward1 for a 0-d tensor value (which also gets a gradient).
+pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
+    let value_t = value.tensor();
+    let node = if value_t.is_some() { "MaskedFillBackward1" } else { "MaskedFillBackward0" };
+    let x_shape = x.shape().to_vec();
+    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
+        use crate::autograd::formulas::*;
+        let (g, m) = (ctx.grad(), ctx.saved(0));
+        let gx = if ctx.needs(0) { Some(sum_to(&zero_where(g, m)?, &x_shape)?) } else { None };
+        let mut out = vec![gx];
+        if ctx.needs.len() > 2 {
+            out.push(None);
+            out.push(if ctx.needs(2) { Some(crate::ops::reduce::sum(&zero_where(g, &not(m)?)?, None, false, None)?) } else { None });
+        }
+        Ok(out)
+    };
+    let inputs = [Some(x), None, value_t];
+    let inputs: &[Option<&Tensor>] = if value_t.is_some() { &inputs } else { &inputs[..2] };
+    if !in_place {
+        let out = masked_fill_raw(x, mask, value, false)?;
+        if let Some(mut rec) = crate::autograd::Recorder::new(inputs)?.filter(|_| out.dtype().is_floating()) {
+            rec.save("mask", mask)?;
+            rec.finish(node, &[&out], Box::new(formula));
+        }
+        return Ok(out);
+    }
+    let _blame = crate::autograd::blame::op("masked_fill_");
+    let rec = crate::autograd::Recorder::inplace(x, &inputs[1..])?;
+    masked_fill_raw(x, mask, value, true)?;
+    if let Some(mut rec) = rec {
+        rec.save("mask", mask)?;
+        rec.finish_inplace(node, x, Box::new(formula))?;
+    }
+    Ok(x.clone())
 }

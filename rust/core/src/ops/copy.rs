@@ -30,7 +30,7 @@ pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Tensor {
 }
 
 /// `t.contiguous()`: `t` itself when already contiguous (R6), else a copy.
-pub fn contiguous(t: &Tensor) -> Tensor {
+pub fn contiguous_raw(t: &Tensor) -> Tensor {
     if t.is_contiguous() {
         t.clone()
     } else {
@@ -38,7 +38,7 @@ pub fn contiguous(t: &Tensor) -> Tensor {
     }
 }
 
-/// torch's `preserve_format` layout for a new tensor like `t` (`clone()`, `to(dtype)`, `*_like`):
+/// torch's `preserve_format` layout for a new tensor like `t` (`clone_raw()`, `to(dtype)`, `*_like`):
 /// `t`'s own strides when it is non-overlapping and dense, else dense strides in `t`'s dim order.
 pub use crate::ops::iter_layout::{is_non_overlapping_and_dense, iterator_layout, preserve_format};
 
@@ -61,7 +61,7 @@ pub use crate::ops::write::assert_no_partial_overlap as check_no_partial_overlap
 /// `dst.copy_(src)`: `src` broadcast to `dst`'s shape (R44) and cast to its dtype, through the
 /// write path. Copying a tensor onto its very own elements writes nothing but still counts as
 /// a write (the version goes up), as in torch, where it also skips the overlap checks.
-pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+pub fn copy_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.same_storage(src) && dst.layout == src.layout {
         crate::ops::write::bump_metadata(dst);
         return Ok(());
@@ -76,9 +76,9 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     })
 }
 
-/// `fill_(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
+/// `fill_inplace_raw(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
 /// same value), so the write goes to the distinct elements: dims of stride 0 are dropped first.
-pub fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
+pub fn fill_inplace_raw(dst: &Tensor, value: Scalar) -> Result<()> {
     let mut distinct = dst.layout.clone();
     for (s, &st) in distinct.shape.iter_mut().zip(&dst.layout.strides) {
         if st == 0 {
@@ -96,18 +96,18 @@ pub fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
 pub fn empty_with_layout(layout: &Layout, dtype: DType) -> Tensor {
     let len = layout.extent().map(|(_, hi)| hi as usize).unwrap_or(0);
     let storage = Storage::new(len, dtype, false);
-    Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), is_view: false }
+    Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() }
 }
 
-/// `clone()`: new memory, fresh version counter, torch's preserve_format strides.
-pub fn clone(t: &Tensor) -> Tensor {
+/// `clone_raw()`: new memory, fresh version counter, torch's preserve_format strides.
+pub fn clone_raw(t: &Tensor) -> Tensor {
     let out = empty_with_layout(&preserved_layout(t), t.dtype());
     copy_kernel(&out, t);
     out
 }
 
 /// `to(dtype)`: `t` itself when the dtype already matches (R6), else a converted copy.
-pub fn to_dtype(t: &Tensor, dtype: DType) -> Tensor {
+pub fn to_dtype_raw(t: &Tensor, dtype: DType) -> Tensor {
     if t.dtype() == dtype {
         return t.clone();
     }
@@ -128,6 +128,116 @@ pub fn cast_input(t: &Tensor, dtype: DType) -> Tensor {
 #[allow(dead_code)]
 fn _assert_element_bound<T: Element>() {}
 
+/// Zeros, contiguous (gradient buffers).
+pub fn zeros_raw(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::zeros(shape, dtype)
+}
+
+// ----- autograd -----
+
+fn record_identity(name: &'static str, x: &Tensor, out: &Tensor) -> Result<()> {
+    if let Some(rec) = crate::autograd::Recorder::new(&[Some(x)])? {
+        let dtype = x.dtype();
+        rec.finish(name, &[out], Box::new(move |ctx| {
+            let g = ctx.grad();
+            Ok(vec![Some(if g.dtype() == dtype { g.clone() } else { to_dtype(g, dtype)? })])
+        }));
+    }
+    Ok(())
+}
+
+/// Differentiable `contiguous()` (CloneBackward0 when it copies).
+pub fn contiguous(t: &Tensor) -> Result<Tensor> {
+    if t.is_contiguous() {
+        return Ok(t.clone());
+    }
+    let out = contiguous_raw(t);
+    record_identity("CloneBackward0", t, &out)?;
+    Ok(out)
+}
+
+/// Differentiable `clone()`.
+pub fn clone(t: &Tensor) -> Result<Tensor> {
+    let out = clone_raw(t);
+    record_identity("CloneBackward0", t, &out)?;
+    Ok(out)
+}
+
+/// Differentiable `to(dtype)` (ToCopyBackward0; the gradient is cast back).
+pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        return Ok(t.clone());
+    }
+    let out = to_dtype_raw(t, dtype);
+    if dtype.is_floating() {
+        record_identity("ToCopyBackward0", t, &out)?;
+    }
+    Ok(out)
+}
+
+/// Differentiable `dst.copy_(src)`: torch's CopyBackwards gives self zeros and src the
+/// gradient (cast to its dtype, summed to its shape).
+pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let _blame = crate::autograd::blame::op("copy_");
+    let rec = crate::autograd::Recorder::inplace(dst, &[Some(src)])?;
+    copy_inplace_raw(dst, src)?;
+    if let Some(rec) = rec {
+        let (shape, dtype) = (src.shape().to_vec(), src.dtype());
+        rec.finish_inplace("torch::autograd::CopyBackwards", dst, Box::new(move |ctx| {
+            let g = ctx.grad();
+            let gs = if ctx.needs(1) {
+                let c = if g.dtype() == dtype { g.clone() } else { to_dtype(g, dtype)? };
+                Some(crate::autograd::formulas::sum_to(&c, &shape)?)
+            } else {
+                None
+            };
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())), gs])
+        }))?;
+    }
+    Ok(())
+}
+
+fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
+    rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype()))])))
+}
+
+/// Differentiable `fill_(number)` (FillBackward2: the old values get no gradient).
+pub fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
+    let _blame = crate::autograd::blame::op("fill_");
+    let rec = crate::autograd::Recorder::inplace(dst, &[])?;
+    fill_inplace_raw(dst, value)?;
+    match rec {
+        Some(rec) => zero_grad_node("FillBackward2", dst, rec),
+        None => Ok(()),
+    }
+}
+
+/// Differentiable `zero_()` (ZeroBackward0).
+pub fn zero_(dst: &Tensor) -> Result<()> {
+    let _blame = crate::autograd::blame::op("zero_");
+    let rec = crate::autograd::Recorder::inplace(dst, &[])?;
+    fill_inplace_raw(dst, Scalar::Int(0))?;
+    match rec {
+        Some(rec) => zero_grad_node("ZeroBackward0", dst, rec),
+        None => Ok(()),
+    }
+}
+
+/// Differentiable `fill_(0-d tensor)` (FillBackward3: the value gets the summed gradient).
+pub fn fill_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
+    let _blame = crate::autograd::blame::op("fill_");
+    let rec = crate::autograd::Recorder::inplace(dst, &[Some(value)])?;
+    fill_inplace_raw(dst, value.item()?)?;
+    if let Some(rec) = rec {
+        rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
+            let g = ctx.grad();
+            let gv = if ctx.needs(1) { Some(crate::ops::reduce::sum(g, None, false, None)?) } else { None };
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())), gv])
+        }))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +247,7 @@ mod tests {
         Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: 0 }
     }
 
-    // Expected strides below were read off torch 2.13 (clone(), exp(), a + b).
+    // Expected strides below were read off torch 2.13 (clone_raw(), exp(), a + b).
     #[test]
     fn preserve_format_like_torch() {
         // dense: kept exactly, size-1 strides included

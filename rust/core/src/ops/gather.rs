@@ -1,5 +1,5 @@
-//! Gathering and scattering along a dim: `gather`, `scatter(_)`, `scatter_add(_)`,
-//! `index_select`, `index_add(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
+//! Gathering and scattering along a dim: `gather`, `scatter_raw(_)`, `scatter_add_raw(_)`,
+//! `index_select`, `index_add_raw(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
 //!
 //! Every index is checked before anything is written, so a bad index raises torch's error
 //! and leaves the destination untouched (torch may have written part of it by then). The
@@ -10,7 +10,7 @@ use crate::element::Element;
 use crate::error::{fmt_shape, Error, Result};
 use crate::kernels::gather as kernel;
 use crate::kernels::Arg;
-use crate::ops::copy::{cast_input, contiguous, contiguous_copy};
+use crate::ops::copy::{cast_input, contiguous_raw, contiguous_copy};
 use crate::ops::write::{check_no_internal_overlap, write};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
@@ -42,7 +42,7 @@ fn ne_layout(t: &Tensor) -> (Vec<usize>, Vec<isize>) {
 
 /// Index values as a contiguous int64 tensor (int32 indices are widened).
 fn index_i64(index: &Tensor) -> Tensor {
-    contiguous(&cast_input(index, DType::Int64))
+    contiguous_raw(&cast_input(index, DType::Int64))
 }
 
 /// The in-place checks torch makes on a written `self` before any index is looked at.
@@ -81,14 +81,14 @@ fn destination(x: &Tensor, in_place: bool) -> Tensor {
 
 // ----- gather -----
 
-/// `gather(self, dim, index)`: `out[i][j][k] = self[i][index[i][j][k]][k]` for dim 1.
-pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+/// `gather_raw(self, dim, index)`: `out[i][j][k] = self[i][index[i][j][k]][k]` for dim 1.
+pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     if index.numel() == 0 {
         return Ok(Tensor::empty(index.shape(), x.dtype()));
     }
     if !is_index_dtype(index) {
-        return Err(Error::Runtime("gather(): Expected dtype int32/int64 for index".into()));
+        return Err(Error::Runtime("gather_raw(): Expected dtype int32/int64 for index".into()));
     }
     if ne_dim(x) != ne_dim(index) {
         return Err(Error::Runtime("Index tensor must have the same number of dimensions as input tensor".into()));
@@ -214,18 +214,18 @@ fn scatter_shape_check(x: &Tensor, d: usize, index: &Tensor, src: Option<&Tensor
     Ok(())
 }
 
-/// `scatter(self, dim, index, src|value, reduce=None)`; in place when `in_place`.
-pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Option<&str>, in_place: bool) -> Result<Tensor> {
+/// `scatter_raw(self, dim, index, src|value, reduce=None)`; in place when `in_place`.
+pub fn scatter_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Option<&str>, in_place: bool) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let src_t = match src {
         Source::Tensor(t) => Some(t),
         Source::Value(_) => None,
     };
     if index.numel() != 0 && !is_index_dtype(index) {
-        return Err(Error::Runtime("scatter(): Expected dtype int32/int64 for index".into()));
+        return Err(Error::Runtime("scatter_raw(): Expected dtype int32/int64 for index".into()));
     }
     if src_t.is_some_and(|s| s.dtype() != x.dtype()) {
-        return Err(Error::Runtime("scatter(): Expected self.dtype to be equal to src.dtype".into()));
+        return Err(Error::Runtime("scatter_raw(): Expected self.dtype to be equal to src.dtype".into()));
     }
     scatter_shape_check(x, d, index, src_t)?;
     if in_place {
@@ -237,9 +237,9 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Optio
     scatter_into(x, d, index, src, reduce, in_place)
 }
 
-/// `scatter_add(self, dim, index, src)`; in place when `in_place`.
-pub fn scatter_add(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place: bool) -> Result<Tensor> {
-    scatter(x, dim, index, &Source::Tensor(src.clone()), Some("add"), in_place)
+/// `scatter_add_raw(self, dim, index, src)`; in place when `in_place`.
+pub fn scatter_add_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place: bool) -> Result<Tensor> {
+    scatter_raw(x, dim, index, &Source::Tensor(src.clone()), Some("add"), in_place)
 }
 
 /// The write half of scatter, after every shape/dtype check has passed.
@@ -325,18 +325,18 @@ fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides
 
 // ----- index_select / index_add -----
 
-/// `index_select(self, dim, index)`: slices of `self` along `dim`, picked by a 1-D index.
-pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+/// `index_select_raw(self, dim, index)`: slices of `self` along `dim`, picked by a 1-D index.
+pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let numel = index.numel();
     if index.ndim() > 1 {
-        return Err(Error::Index("index_select(): Index is supposed to be a vector".into()));
+        return Err(Error::Index("index_select_raw(): Index is supposed to be a vector".into()));
     }
     if x.ndim() == 0 && numel != 1 {
-        return Err(Error::Runtime(format!("index_select(): Index to scalar can have only 1 value, got {} value(s)", numel)));
+        return Err(Error::Runtime(format!("index_select_raw(): Index to scalar can have only 1 value, got {} value(s)", numel)));
     }
     if !is_index_dtype(index) {
-        return Err(Error::Runtime("index_select(): Expected dtype int32 or int64 for index".into()));
+        return Err(Error::Runtime("index_select_raw(): Expected dtype int32 or int64 for index".into()));
     }
     let mut shape = x.shape().to_vec();
     if x.ndim() > 0 {
@@ -355,7 +355,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         let size = x.shape()[d];
         if x.numel() == 0 {
             if size == 0 {
-                return Err(Error::Runtime("index_select(): self indexing axis dim should be positive".into()));
+                return Err(Error::Runtime("index_select_raw(): self indexing axis dim should be positive".into()));
             }
             return match first_bad(&vals, size) {
                 Some(v) => Err(range_error(v, size)),
@@ -372,9 +372,9 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `index_add(self, dim, index, source, alpha=1)`: `self[index[i]] += alpha * source[i]` along
+/// `index_add_raw(self, dim, index, source, alpha=1)`: `self[index[i]] += alpha * source[i]` along
 /// `dim`; in place when `in_place`.
-pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar, in_place: bool) -> Result<Tensor> {
+pub fn index_add_raw(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar, in_place: bool) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let numel = index.numel();
     if index.ndim() > 1 {
@@ -484,14 +484,14 @@ mod tests {
     #[test]
     fn gather_and_index_select_read_the_named_positions() {
         let x = ar(12, &[3, 4]);
-        let g = gather(&x, 1, &ix(vec![0, 1, 2, 0], &[2, 2])).unwrap();
+        let g = gather_raw(&x, 1, &ix(vec![0, 1, 2, 0], &[2, 2])).unwrap();
         assert_eq!(g.to_vec::<f32>(), vec![0., 1., 6., 4.]);
-        let xt = views::t(&x).unwrap(); // [4,3], strides (1,4)
-        let s = index_select(&xt, 0, &ix(vec![3, 0], &[2])).unwrap();
+        let xt = views::t_raw(&x).unwrap(); // [4,3], strides (1,4)
+        let s = index_select_raw(&xt, 0, &ix(vec![3, 0], &[2])).unwrap();
         assert_eq!(s.to_vec::<f32>(), vec![3., 7., 11., 0., 4., 8.]);
-        let e = index_select(&x, 0, &ix(vec![3], &[1])).unwrap_err();
+        let e = index_select_raw(&x, 0, &ix(vec![3], &[1])).unwrap_err();
         assert_eq!((matches!(e, Error::Index(_)), e.to_string()), (true, "index out of range in self".into()));
-        let e = gather(&x, 1, &ix(vec![4], &[1, 1])).unwrap_err();
+        let e = gather_raw(&x, 1, &ix(vec![4], &[1, 1])).unwrap_err();
         assert_eq!(e.to_string(), "index 4 is out of bounds for dimension 1 with size 4");
     }
 
@@ -500,15 +500,15 @@ mod tests {
         let x = Tensor::zeros(&[2, 3], DType::Int64);
         let index = ix(vec![2, 2, 0, 1], &[2, 2]);
         let src = ix(vec![1, 10, 100, 1000], &[2, 2]);
-        let r = scatter_add(&x, 1, &index, &src, false).unwrap();
+        let r = scatter_add_raw(&x, 1, &index, &src, false).unwrap();
         assert_eq!(r.to_vec::<i64>(), vec![0, 0, 11, 100, 1000, 0]);
         assert_eq!(x.version(), 0);
-        scatter(&x, 1, &index, &Source::Value(Scalar::Int(5)), None, true).unwrap();
+        scatter_raw(&x, 1, &index, &Source::Value(Scalar::Int(5)), None, true).unwrap();
         assert_eq!(x.to_vec::<i64>(), vec![0, 0, 5, 5, 5, 0]);
         assert_eq!(x.version(), 1);
         // A bad index raises and writes nothing, bumps nothing.
         let bad = ix(vec![0, 3], &[1, 2]);
-        assert!(scatter(&x, 1, &bad, &Source::Value(Scalar::Int(9)), None, true).is_err());
+        assert!(scatter_raw(&x, 1, &bad, &Source::Value(Scalar::Int(9)), None, true).is_err());
         assert_eq!((x.to_vec::<i64>(), x.version()), (vec![0, 0, 5, 5, 5, 0], 1));
     }
 
@@ -516,15 +516,37 @@ mod tests {
     fn index_add_with_alpha_and_duplicates() {
         let x = Tensor::zeros(&[3, 2], DType::Float64);
         let src = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
-        let r = index_add(&x, 0, &ix(vec![1, 1], &[2]), &src, Scalar::Float(0.5), false).unwrap();
+        let r = index_add_raw(&x, 0, &ix(vec![1, 1], &[2]), &src, Scalar::Float(0.5), false).unwrap();
         assert_eq!(r.to_vec::<f64>(), vec![0.0, 0.0, 2.0, 3.0, 0.0, 0.0]);
     }
 
     #[test]
     fn self_aliasing_sources_are_refused_like_torch() {
         let x = ar(6, &[6]);
-        let part = views::narrow(&x, 0, 1, 2).unwrap();
-        let e = scatter(&x, 0, &ix(vec![0, 1], &[2]), &Source::Tensor(part), None, true).unwrap_err();
+        let part = views::narrow_raw(&x, 0, 1, 2).unwrap();
+        let e = scatter_raw(&x, 0, &ix(vec![0, 1], &[2]), &Source::Tensor(part), None, true).unwrap_err();
         assert_eq!(e.to_string(), crate::ops::write::PARTIAL_OVERLAP);
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    gather_raw(x, dim, index)
+}
+
+pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Option<&str>, in_place: bool) -> Result<Tensor> {
+    scatter_raw(x, dim, index, src, reduce, in_place)
+}
+
+pub fn scatter_add(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place: bool) -> Result<Tensor> {
+    scatter_add_raw(x, dim, index, src, in_place)
+}
+
+pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    index_select_raw(x, dim, index)
+}
+
+pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar, in_place: bool) -> Result<Tensor> {
+    index_add_raw(x, dim, index, source, alpha, in_place)
 }

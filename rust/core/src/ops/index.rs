@@ -56,7 +56,7 @@ impl TensorIndex {
 }
 
 /// `x[key]`.
-pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
+pub fn get_item_raw(x: &Tensor, key: &Key) -> Result<Indexed> {
     match key {
         Key::Single(TensorIndex::Int(i)) => Ok(Indexed::View(x.view_as_layout(select(&x.layout, 0, *i, 0)?))),
         Key::Single(TensorIndex::Slice { start, stop, step }) => {
@@ -66,23 +66,23 @@ pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
         Key::Single(TensorIndex::Ellipsis) => Ok(Indexed::View(x.view_as_layout(x.layout.clone()))),
         Key::Single(TensorIndex::Bool(b)) => {
             let v = x.view_as_layout(x.layout.unsqueeze(0)?);
-            Ok(Indexed::Copy(advanced::index(&v, &[Some(bool_index(*b))])?))
+            Ok(Indexed::Copy(advanced::index_raw(&v, &[Some(bool_index(*b))])?))
         }
-        Key::Single(item) => get_item(x, &Key::Tuple(vec![item.clone()])),
+        Key::Single(item) => get_item_raw(x, &Key::Tuple(vec![item.clone()])),
         Key::Tuple(items) => {
             let (layout, indices) = apply_slicing(x, items)?;
             let sliced = x.view_as_layout(layout);
             if indices.is_empty() {
                 return Ok(Indexed::View(sliced));
             }
-            Ok(Indexed::Copy(advanced::index(&sliced, trim(&indices))?))
+            Ok(Indexed::Copy(advanced::index_raw(&sliced, trim(&indices))?))
         }
     }
 }
 
 /// `x[key] = value`, where `value` is already a tensor (numbers arrive as 0-d tensors of x's
 /// dtype). Each path is one in-place op, so the version counter moves by exactly one (R1).
-pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
+pub fn set_item_raw(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
     match key {
         // torch does nothing at all for a bare False (no bump either).
         Key::Single(TensorIndex::Bool(false)) => Ok(()),
@@ -94,7 +94,7 @@ pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
         Key::Single(TensorIndex::Slice { start, stop, step }) => {
             copy_to(&x.view_as_layout(slice(&x.layout, 0, *start, *stop, *step)?), value)
         }
-        Key::Single(item) => set_item(x, &Key::Tuple(vec![item.clone()]), value),
+        Key::Single(item) => set_item_raw(x, &Key::Tuple(vec![item.clone()]), value),
         Key::Tuple(items) => {
             let (layout, indices) = apply_slicing(x, items)?;
             let sliced = x.view_as_layout(layout);
@@ -103,7 +103,7 @@ pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
             }
             // NumPy compatibility: leading 1s of the value are dropped before broadcasting.
             let stripped = value.view_as_layout(strip_leading_ones(&value.layout));
-            advanced::index_put_(&sliced, trim(&indices), &stripped, false)
+            advanced::index_put_inplace_raw(&sliced, trim(&indices), &stripped, false)
         }
     }
 }
@@ -293,7 +293,7 @@ fn copy_to(dst: &Tensor, src: &Tensor) -> Result<()> {
         )));
     }
     let sizes: Vec<i64> = dst.shape().iter().map(|&d| d as i64).collect();
-    let expanded = views::expand(&stripped, &sizes)?;
+    let expanded = views::expand_raw(&stripped, &sizes)?;
     copy_(dst, &expanded)
 }
 
@@ -375,7 +375,7 @@ mod tests {
     #[test]
     fn basic_keys_are_views_with_torch_layouts() {
         let x = arange(12, &[3, 4]);
-        let r = view(get_item(&x, &Key::Single(TensorIndex::Int(-1))).unwrap());
+        let r = view(get_item_raw(&x, &Key::Single(TensorIndex::Int(-1))).unwrap());
         assert_eq!((r.shape().to_vec(), r.layout.offset), (vec![4], 8));
         let key = Key::Tuple(vec![
             TensorIndex::Slice { start: 1, stop: i64::MAX, step: 2 },
@@ -383,7 +383,7 @@ mod tests {
             TensorIndex::Ellipsis,
             TensorIndex::Int(0),
         ]);
-        let r = view(get_item(&x, &key).unwrap());
+        let r = view(get_item_raw(&x, &key).unwrap());
         assert_eq!((r.shape().to_vec(), r.strides().to_vec(), r.layout.offset), (vec![1, 1], vec![8, 4], 4));
         assert!(r.version.shares_with(&x.version));
     }
@@ -391,22 +391,22 @@ mod tests {
     #[test]
     fn errors_match_torch() {
         let x = arange(12, &[3, 4]);
-        let e = get_item(&x, &Key::Tuple(vec![TensorIndex::Int(0), TensorIndex::Int(5)])).unwrap_err();
+        let e = get_item_raw(&x, &Key::Tuple(vec![TensorIndex::Int(0), TensorIndex::Int(5)])).unwrap_err();
         assert_eq!(e, Error::Index("index 5 is out of bounds for dimension 1 with size 4".into()));
-        let e = get_item(&x, &Key::Tuple(vec![TensorIndex::Int(0); 3])).unwrap_err();
+        let e = get_item_raw(&x, &Key::Tuple(vec![TensorIndex::Int(0); 3])).unwrap_err();
         assert_eq!(e.to_string(), "too many indices for tensor of dimension 2");
-        let e = get_item(&x, &Key::Single(TensorIndex::Slice { start: 0, stop: 3, step: -1 })).unwrap_err();
+        let e = get_item_raw(&x, &Key::Single(TensorIndex::Slice { start: 0, stop: 3, step: -1 })).unwrap_err();
         assert_eq!(e, Error::Value("step must be greater than zero".into()));
         // Repeated `...` walk past the rank; torch then misreads a stride as the size.
         let y = arange(24, &[2, 3, 4]);
         let key = |i| Key::Tuple(vec![TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Ellipsis, TensorIndex::Int(i)]);
-        assert_eq!(get_item(&y, &key(5)).unwrap_err().to_string(), "index 5 is out of bounds for dimension 3 with size 4");
+        assert_eq!(get_item_raw(&y, &key(5)).unwrap_err().to_string(), "index 5 is out of bounds for dimension 3 with size 4");
         assert_eq!(
-            get_item(&y, &key(0)).unwrap_err().to_string(),
+            get_item_raw(&y, &key(0)).unwrap_err().to_string(),
             "Dimension out of range (expected to be in range of [-3, 2], but got 6)"
         );
         let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
-        let e = get_item(&s, &Key::Single(TensorIndex::Int(1))).unwrap_err();
+        let e = get_item_raw(&s, &Key::Single(TensorIndex::Int(1))).unwrap_err();
         assert_eq!(e.to_string(), "index 1 is out of bounds for dimension 0 with size 0");
     }
 
@@ -424,10 +424,10 @@ mod tests {
     fn setitem_bumps_once() {
         let x = arange(12, &[3, 4]);
         let v = value_tensor(Scalar::Float(7.0), DType::Float32).unwrap();
-        set_item(&x, &Key::Single(TensorIndex::Int(1)), &v).unwrap();
+        set_item_raw(&x, &Key::Single(TensorIndex::Int(1)), &v).unwrap();
         assert_eq!(x.version(), 1);
         assert_eq!(x.to_vec::<f32>()[4..8], [7.0; 4]);
-        set_item(&x, &Key::Single(TensorIndex::Bool(false)), &v).unwrap();
+        set_item_raw(&x, &Key::Single(TensorIndex::Bool(false)), &v).unwrap();
         assert_eq!(x.version(), 1);
     }
 
@@ -440,4 +440,14 @@ mod tests {
         assert!(checked_convert(Scalar::Float(f64::INFINITY), DType::Float32).is_ok());
         assert_eq!(checked_convert(Scalar::Float(-0.5), DType::Bool).unwrap(), Scalar::Bool(true));
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
+    get_item_raw(x, key)
+}
+
+pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
+    set_item_raw(x, key, value)
 }

@@ -71,7 +71,7 @@ fn output_is_channels_last(ts: &[Tensor]) -> bool {
 }
 
 /// `torch.cat(tensors, dim)`.
-pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     for (i, t) in ts.iter().enumerate() {
         if t.ndim() == 0 {
             return Err(Error::Runtime(format!("zero-dimensional tensor (at position {}) cannot be concatenated", i)));
@@ -124,7 +124,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
         let len = t.shape()[dim];
         if len > 0 {
             // The slot is a view of fresh memory, so the copy cannot overlap its source.
-            copy_kernel(&views::narrow(&out, dim as i64, at as i64, len as i64)?, t);
+            copy_kernel(&views::narrow_raw(&out, dim as i64, at as i64, len as i64)?, t);
         }
         at += len;
     }
@@ -132,7 +132,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 /// `torch.stack(tensors, dim)`: equal shapes joined along a new dim.
-pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+pub fn stack_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     let Some(first) = ts.first() else {
         return Err(Error::Runtime("stack expects a non-empty TensorList".into()));
     };
@@ -149,14 +149,14 @@ pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     }
     if d < first.ndim() {
         // As torch: cat along d, then split that dim (always expressible as a view).
-        let out = cat(ts, d as i64)?;
+        let out = cat_raw(ts, d as i64)?;
         let mut shape = first.shape().to_vec();
         shape.insert(d, ts.len());
         let strides = out.layout.view_strides(&shape).unwrap_or_else(|| crate::shape::contiguous_strides(&shape));
         return Ok(Tensor { layout: Layout { shape, strides, offset: out.layout.offset }, ..out });
     }
-    let parts: Vec<Tensor> = ts.iter().map(|t| views::unsqueeze(t, d as i64)).collect::<Result<_>>()?;
-    cat(&parts, d as i64)
+    let parts: Vec<Tensor> = ts.iter().map(|t| views::unsqueeze_raw(t, d as i64)).collect::<Result<_>>()?;
+    cat_raw(&parts, d as i64)
 }
 
 #[cfg(test)]
@@ -173,7 +173,7 @@ mod tests {
         let a = ar(6, &[2, 3]);
         let b = Tensor::full(&[1, 3], Scalar::Int(7), DType::Float64);
         let e = Tensor::empty(&[0], DType::Int64);
-        let r = cat(&[a, e, b], 0).unwrap();
+        let r = cat_raw(&[a, e, b], 0).unwrap();
         assert_eq!(r.dtype(), DType::Float64);
         assert_eq!(r.shape(), &[3, 3]);
         assert_eq!(r.to_vec::<f64>(), vec![0., 1., 2., 3., 4., 5., 7., 7., 7.]);
@@ -184,20 +184,20 @@ mod tests {
         let a = ar(6, &[2, 3]);
         let b = ar(8, &[2, 4]);
         assert_eq!(
-            cat(&[a.clone(), b], 0).unwrap_err().to_string(),
+            cat_raw(&[a.clone(), b], 0).unwrap_err().to_string(),
             "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list."
         );
         let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
-        assert_eq!(cat(&[a, s], 0).unwrap_err().to_string(), "zero-dimensional tensor (at position 1) cannot be concatenated");
-        assert!(matches!(cat(&[], 0), Err(Error::Value(_))));
+        assert_eq!(cat_raw(&[a, s], 0).unwrap_err().to_string(), "zero-dimensional tensor (at position 1) cannot be concatenated");
+        assert!(matches!(cat_raw(&[], 0), Err(Error::Value(_))));
     }
 
     #[test]
     fn channels_last_inputs_give_channels_last_output() {
         let base = ar(120, &[2, 4, 5, 3]); // NHWC memory
-        let cl = views::permute(&base, &[0, 3, 1, 2]).unwrap(); // NCHW view, C innermost
+        let cl = views::permute_raw(&base, &[0, 3, 1, 2]).unwrap(); // NCHW view, C innermost
         assert!(strides_like_channels_last(cl.shape(), cl.strides()));
-        let r = cat(&[cl.clone(), cl.clone()], 1).unwrap();
+        let r = cat_raw(&[cl.clone(), cl.clone()], 1).unwrap();
         assert_eq!(r.strides(), &[120, 1, 30, 6]);
         assert_eq!(channels_last_strides(&[2, 3, 4, 5, 6]), vec![360, 1, 90, 18, 3]);
     }
@@ -205,11 +205,21 @@ mod tests {
     #[test]
     fn stack_inserts_a_dim() {
         let a = ar(6, &[2, 3]);
-        let r = stack(&[a.clone(), a.clone()], 1).unwrap();
+        let r = stack_raw(&[a.clone(), a.clone()], 1).unwrap();
         assert_eq!(r.shape(), &[2, 2, 3]);
         assert_eq!(r.to_vec::<f32>()[..6], [0., 1., 2., 0., 1., 2.]);
-        let r = stack(&[a.clone(), a], 2).unwrap();
+        let r = stack_raw(&[a.clone(), a], 2).unwrap();
         assert_eq!(r.shape(), &[2, 3, 2]);
         assert_eq!(r.strides(), &[6, 2, 1]);
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    cat_raw(ts, dim)
+}
+
+pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    stack_raw(ts, dim)
 }

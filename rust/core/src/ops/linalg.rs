@@ -92,8 +92,8 @@ fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a
     Ok(out)
 }
 
-/// `mm(self, mat2)`: (m×k)·(k×n).
-pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// `mm_raw(self, mat2)`: (m×k)·(k×n).
+pub fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 2 {
         return Err(Error::Runtime("self must be a matrix".into()));
     }
@@ -118,8 +118,8 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product(&[m, n], &[], m, n, k, &Operand::matrix(a, sa[0], sa[1]), &Operand::matrix(b, sb[0], sb[1]), a.dtype())
 }
 
-/// `mv(self, vec)`: (m×k)·(k).
-pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+/// `mv_raw(self, vec)`: (m×k)·(k).
+pub fn mv_raw(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     if a.ndim() != 2 || v.ndim() != 1 {
         return Err(Error::Runtime(format!("vector + matrix @ vector expected, got 1, {}, {}", a.ndim(), v.ndim())));
     }
@@ -146,8 +146,8 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     product(&[m], &[], m, 1, k, &Operand::matrix(a, sa[0], sa[1]), &Operand::matrix(v, v.strides()[0], 0), a.dtype())
 }
 
-/// `dot(self, tensor)`: the inner product of two vectors, a 0-d tensor.
-pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// `dot_raw(self, tensor)`: the inner product of two vectors, a 0-d tensor.
+pub fn dot_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 1 || b.ndim() != 1 {
         return Err(Error::Runtime(format!("1D tensors expected, but got {}D and {}D tensors", a.ndim(), b.ndim())));
     }
@@ -172,8 +172,8 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product(&[], &[], 1, 1, n, &Operand::matrix(a, 0, a.strides()[0]), &Operand::matrix(b, b.strides()[0], 0), a.dtype())
 }
 
-/// `bmm(self, mat2)`: (B×m×k)·(B×k×n).
-pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// `bmm_raw(self, mat2)`: (B×m×k)·(B×k×n).
+pub fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 3 {
         return Err(Error::Runtime("batch1 must be a 3D tensor".into()));
     }
@@ -232,7 +232,7 @@ fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
 /// `x.mT`: swap the last two dims (a view; callers pass ≥2-D tensors).
 fn mt(t: &Tensor) -> Result<Tensor> {
     let n = t.ndim() as i64;
-    views::transpose(t, n - 2, n - 1)
+    views::transpose_raw(t, n - 2, n - 1)
 }
 
 /// torch's `_unsafe_view` of a fresh contiguous result: a new shape over the same memory,
@@ -242,8 +242,8 @@ fn reshaped(t: Tensor, shape: &[usize]) -> Tensor {
     Tensor { layout: Layout { shape: shape.to_vec(), strides, offset: t.layout.offset }, ..t }
 }
 
-/// `matmul(self, other)` with torch's rank rules.
-pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
+/// `matmul_raw(self, other)` with torch's rank rules.
+pub fn matmul_raw(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
     let (d1, d2) = (t1.ndim(), t2.ndim());
     if d1 == 0 || d2 == 0 {
         return Err(Error::Runtime(format!(
@@ -252,14 +252,14 @@ pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
         )));
     }
     match (d1, d2) {
-        (1, 1) => dot(t1, t2),
-        (2, 1) => mv(t1, t2),
+        (1, 1) => dot_raw(t1, t2),
+        (2, 1) => mv_raw(t1, t2),
         (1, 2) => {
-            let r = mm(&views::unsqueeze(t1, 0)?, t2)?;
+            let r = mm_raw(&views::unsqueeze_raw(t1, 0)?, t2)?;
             let n = r.shape()[1];
             Ok(reshaped(r, &[n]))
         }
-        (2, 2) => mm(t1, t2),
+        (2, 2) => mm_raw(t1, t2),
         _ if should_fold(t1, t2)? => folded(t1, t2),
         _ => broadcast_batched(t1, t2),
     }
@@ -269,20 +269,20 @@ pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
 fn folded(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
     let transpose = t2.ndim() > t1.ndim();
     let big = if transpose { mt(t2)? } else { t1.clone() };
-    let small = if !transpose { t2.clone() } else if t1.ndim() == 2 { views::t(t1)? } else { t1.clone() };
+    let small = if !transpose { t2.clone() } else if t1.ndim() == 2 { views::t_raw(t1)? } else { t1.clone() };
     let sizes = big.shape();
     let mut out_shape: Vec<usize> = sizes[..sizes.len() - 1].to_vec();
     let rows: usize = out_shape.iter().product();
     let inner = sizes[sizes.len() - 1];
     // A view: should_fold checked that the batch dims merge (or that the tensor is empty).
-    let folded = views::reshape(&big, &[rows as i64, inner as i64])?;
+    let folded = views::reshape_raw(&big, &[rows as i64, inner as i64])?;
     if small.ndim() == 2 {
         out_shape.push(small.shape()[1]);
-        let out = reshaped(mm(&folded, &small)?, &out_shape);
+        let out = reshaped(mm_raw(&folded, &small)?, &out_shape);
         // Only reachable with autograd (should_fold refuses 2-D @ ≥3-D otherwise).
         return Ok(if transpose { crate::ops::copy::contiguous_copy(&mt(&out)?, out.dtype()) } else { out });
     }
-    Ok(reshaped(mv(&folded, &small)?, &out_shape))
+    Ok(reshaped(mv_raw(&folded, &small)?, &out_shape))
 }
 
 /// Broadcast batch dims, then bmm over the flattened batch (read in place, never expanded).
@@ -341,8 +341,8 @@ mod tests {
     #[test]
     fn mm_of_transposed_views_matches_hand_computation() {
         let a = t(vec![1., 2., 3., 4., 5., 6.], &[2, 3]); // [[1,2,3],[4,5,6]]
-        let at = views::t(&a).unwrap(); // 3x2, strides (1, 3)
-        let r = mm(&at, &a).unwrap(); // (3x2)(2x3)
+        let at = views::t_raw(&a).unwrap(); // 3x2, strides (1, 3)
+        let r = mm_raw(&at, &a).unwrap(); // (3x2)(2x3)
         assert_eq!(r.shape(), &[3, 3]);
         assert_eq!(r.to_vec::<f32>(), vec![17., 22., 27., 22., 29., 36., 27., 36., 45.]);
         assert!(r.is_contiguous());
@@ -352,41 +352,63 @@ mod tests {
     fn matmul_ranks_and_broadcasting() {
         let a = t((0..24).map(|v| v as f32).collect(), &[2, 3, 4]);
         let v = t(vec![1., 0., -1., 2.], &[4]);
-        let r = matmul(&a, &v).unwrap();
+        let r = matmul_raw(&a, &v).unwrap();
         assert_eq!(r.shape(), &[2, 3]);
         assert_eq!(r.to_vec::<f32>(), vec![4., 12., 20., 28., 36., 44.]);
         // [2,1,3,4] @ [5,4,1] broadcasts to [2,5,3,1]
-        let a4 = views::reshape(&a, &[2, 1, 3, 4]).unwrap();
+        let a4 = views::reshape_raw(&a, &[2, 1, 3, 4]).unwrap();
         let b = t((0..20).map(|v| v as f32).collect(), &[5, 4, 1]);
-        let r = matmul(&a4, &b).unwrap();
+        let r = matmul_raw(&a4, &b).unwrap();
         assert_eq!(r.shape(), &[2, 5, 3, 1]);
         // entry (1, 2, 0, 0) = row a[1,0,:] . b[2,:,0]
         let want: f32 = (0..4).map(|p| (12 + p) as f32 * (8 + p) as f32).sum();
         assert_eq!(r.to_vec::<f32>()[(5 + 2) * 3], want);
-        assert_eq!(dot(&v, &v).unwrap().to_vec::<f32>(), vec![6.]);
+        assert_eq!(dot_raw(&v, &v).unwrap().to_vec::<f32>(), vec![6.]);
     }
 
     #[test]
     fn errors_and_empty_products() {
         let a = Tensor::zeros(&[2, 3], DType::Float32);
         let b = Tensor::zeros(&[4, 5], DType::Float32);
-        assert_eq!(mm(&a, &b).unwrap_err().to_string(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+        assert_eq!(mm_raw(&a, &b).unwrap_err().to_string(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
         let d = Tensor::zeros(&[3, 5], DType::Float64);
-        assert_eq!(mm(&a, &d).unwrap_err().to_string(), "expected m1 and m2 to have the same dtype, but got: float != double");
+        assert_eq!(mm_raw(&a, &d).unwrap_err().to_string(), "expected m1 and m2 to have the same dtype, but got: float != double");
         let e1 = Tensor::full(&[2, 0], crate::Scalar::Float(1.0), DType::Float32);
         let e2 = Tensor::full(&[0, 3], crate::Scalar::Float(1.0), DType::Float32);
-        assert_eq!(mm(&e1, &e2).unwrap().to_vec::<f32>(), vec![0.0; 6]);
+        assert_eq!(mm_raw(&e1, &e2).unwrap().to_vec::<f32>(), vec![0.0; 6]);
         let bools = Tensor::zeros(&[2, 2], DType::Bool);
-        assert!(matches!(mm(&bools, &bools), Err(Error::NotImplemented(_))));
+        assert!(matches!(mm_raw(&bools, &bools), Err(Error::NotImplemented(_))));
         let s = Tensor::scalar(crate::Scalar::Float(1.0), DType::Float32);
-        assert!(matmul(&s, &a).is_err());
+        assert!(matmul_raw(&s, &a).is_err());
     }
 
     #[test]
     fn integer_matmul_on_expanded_operand() {
         let a = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
-        let e = views::expand(&views::unsqueeze(&a, 0).unwrap(), &[2, 3]).unwrap(); // stride 0 rows
+        let e = views::expand_raw(&views::unsqueeze_raw(&a, 0).unwrap(), &[2, 3]).unwrap(); // stride 0 rows
         let b = Tensor::from_vec(vec![1i64, 0, 0, 1, 1, 1], &[3, 2]).unwrap();
-        assert_eq!(mm(&e, &b).unwrap().to_vec::<i64>(), vec![4, 5, 4, 5]);
+        assert_eq!(mm_raw(&e, &b).unwrap().to_vec::<i64>(), vec![4, 5, 4, 5]);
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    mm_raw(a, b)
+}
+
+pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    mv_raw(a, v)
+}
+
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    dot_raw(a, b)
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bmm_raw(a, b)
+}
+
+pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
+    matmul_raw(t1, t2)
 }

@@ -5,14 +5,14 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::index as k;
 use crate::layout::Layout;
-use crate::ops::copy::contiguous;
+use crate::ops::copy::contiguous_raw;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
 /// `x.nonzero()`: an `(n, ndim)` int64 tensor of the coordinates of nonzero elements, in
 /// row-major order. Laid out column-major (strides `(1, n)`), exactly as torch's CPU kernel.
 pub fn nonzero(x: &Tensor) -> Tensor {
-    let c = contiguous(x);
+    let c = contiguous_raw(x);
     let numel = c.numel();
     let (n, coords) = crate::dispatch!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
@@ -33,14 +33,14 @@ pub fn nonzero_columns(nz: &Tensor) -> Result<Vec<Layout>> {
 }
 
 /// `x.masked_select(mask)`: the elements where the (broadcast) mask is true, as a 1-d tensor.
-pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+pub fn masked_select_raw(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     if mask.dtype() != DType::Bool {
         return Err(Error::Runtime("masked_select: expected BoolTensor for mask".into()));
     }
     let shape = broadcast_shapes(mask.shape(), x.shape())?;
     let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-    let m = contiguous(&mask.view_as_layout(mask.layout.expand(&sizes)?));
-    let v = contiguous(&x.view_as_layout(x.layout.expand(&sizes)?));
+    let m = contiguous_raw(&mask.view_as_layout(mask.layout.expand(&sizes)?));
+    let v = contiguous_raw(&x.view_as_layout(x.layout.expand(&sizes)?));
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
@@ -69,6 +69,12 @@ mod tests {
     fn masked_select_broadcasts() {
         let x = Tensor::from_vec(vec![1f32, 2., 3.], &[3]).unwrap();
         let m = Tensor::from_vec(vec![true, false, true, false, false, true], &[2, 3]).unwrap();
-        assert_eq!(masked_select(&x, &m).unwrap().to_vec::<f32>(), vec![1., 3., 3.]);
+        assert_eq!(masked_select_raw(&x, &m).unwrap().to_vec::<f32>(), vec![1., 3., 3.]);
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    masked_select_raw(x, mask)
 }

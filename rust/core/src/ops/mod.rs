@@ -41,6 +41,14 @@ pub enum Arg {
 }
 
 impl Arg {
+    /// The tensor, if this argument is one.
+    pub fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Arg::Tensor(t) => Some(t),
+            Arg::Scalar(_) => None,
+        }
+    }
+
     /// How this argument takes part in type promotion.
     pub fn promotion(&self) -> Operand {
         match self {

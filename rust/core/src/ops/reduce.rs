@@ -13,7 +13,7 @@ use crate::kernels::reducers::{norm_kind, AllAny, ArgExtreme, CountNonzero, Extr
 use crate::kernels::parallel::SendPtr;
 use crate::kernels::Arg;
 use crate::layout::Layout;
-use crate::ops::copy::{cast_input, contiguous};
+use crate::ops::copy::{cast_input, contiguous_raw};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::{dispatch, dispatch_float};
@@ -101,7 +101,7 @@ enum DimCheck {
 }
 
 /// The reduced-dims mask for `dims`. `None` reduces every dim; so does an empty list when
-/// `empty_is_all` (sum(dim=()) reduces all, all(dim=()) reduces none).
+/// `empty_is_all` (sum_raw(dim=()) reduces all, all(dim=()) reduces none).
 fn dim_mask(dims: Option<&[i64]>, ndim: usize, empty_is_all: bool, check: DimCheck) -> Result<Vec<bool>> {
     let dims = match dims {
         None => return Ok(vec![true; ndim]),
@@ -161,30 +161,30 @@ fn out_ptr<T: Element>(t: &Tensor) -> *mut T {
 
 // ----- sum, mean, prod -----
 
-/// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
-pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+/// `sum_raw(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
+pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
     let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
     Ok(sum_prod::<false>(x, &mask, keepdim, out_dtype, false))
 }
 
-/// `prod()` or `prod(dim, keepdim)`, with sum's dtype rule.
-pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+/// `prod_raw()` or `prod_raw(dim, keepdim)`, with sum's dtype rule.
+pub fn prod_raw(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let dims: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let mask = dim_mask(dims.as_deref(), x.ndim(), true, DimCheck::WrapAllFirst)?;
     let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
     Ok(sum_prod::<true>(x, &mask, keepdim && dim.is_some(), out_dtype, false))
 }
 
-/// `mean(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
-pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+/// `mean_raw(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
+pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let (what, d) = match dtype {
         Some(d) => ("Optional", d),
         None => ("Input", x.dtype()),
     };
     if !d.is_floating() {
         return Err(Error::Runtime(format!(
-            "mean(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
+            "mean_raw(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
             what,
             d.scalar_type_name()
         )));
@@ -224,8 +224,8 @@ fn zero_numel_check(x: &Tensor, dims: &[i64], name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `amax(dim=(), keepdim)` / `amin`: an empty `dims` reduces every dim.
-pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
+/// `amax_raw(dim=(), keepdim)` / `amin`: an empty `dims` reduces every dim.
+pub fn amax_raw(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let op = if is_max { ReduceOp::Amax } else { ReduceOp::Amin };
     zero_numel_check(x, dims, op.name())?;
     let mask = dim_mask(Some(dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
@@ -233,7 +233,7 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
 }
 
 /// `max()` / `min()` of every element: a 0-d tensor.
-pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
+pub fn max_all_raw(x: &Tensor, is_max: bool) -> Result<Tensor> {
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     zero_numel_check(x, &[], op.name())?;
     Ok(extreme(x, &vec![true; x.ndim()], false, is_max))
@@ -250,7 +250,7 @@ fn extreme(x: &Tensor, mask: &[bool], keepdim: bool, is_max: bool) -> Tensor {
 }
 
 /// `max(dim, keepdim)` / `min`: (values, indices) of the first extreme element (or first NaN).
-pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+pub fn max_dim_raw(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     let w = wrap_dim(dim, x.ndim())?;
     zero_numel_check(x, &[w as i64], op.name())?;
@@ -286,7 +286,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 )));
             }
             // The flat index counts in logical order: reduce a contiguous 1-d view.
-            let c = contiguous(x);
+            let c = contiguous_raw(x);
             let flat = c.view_as_layout(Layout { shape: vec![c.numel()], strides: vec![1], offset: c.layout.offset });
             let shape = if keepdim { vec![1; x.ndim()] } else { vec![] };
             let indices = Tensor::empty(&shape, DType::Int64);
@@ -309,7 +309,7 @@ fn arg_extreme(x: &Tensor, mask: &[bool], values: Option<&Tensor>, indices: &Ten
 
 /// `var` / `std` (`sqrt`) over `dims` (None or empty: all) with `correction` (1 = unbiased).
 /// Also says whether torch warns that the degrees of freedom are <= 0.
-pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
+pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
     if !x.dtype().is_floating() {
         return Err(Error::Runtime("std and var only support floating point and complex dtypes".into()));
     }
@@ -337,7 +337,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
 
 /// `linalg.vector_norm(x, ord, dim, keepdim, dtype=)`, which `Tensor.norm` uses for numeric
 /// orders and for 'fro' over at most two dims.
-pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let name = ReduceOp::Norm.name();
     // torch's order: input dtype, orders without an identity on empty input, dtype=, dims.
     if !x.dtype().is_floating() {
@@ -401,8 +401,8 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dt
 
 // ----- logsumexp -----
 
-/// `logsumexp(dim, keepdim)`: integer inputs compute in the default float dtype.
-pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+/// `logsumexp_raw(dim, keepdim)`: integer inputs compute in the default float dtype.
+pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let x = if x.dtype().is_floating() { x.clone() } else { cast_input(x, DType::Float32) };
     let mask = dim_mask(Some(dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
     if dims.is_empty() && x.numel() != 0 && x.ndim() > 0 && !keepdim {
@@ -453,9 +453,9 @@ pub fn count_nonzero(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 
 // ----- softmax, log_softmax -----
 
-/// `softmax(dim, dtype=)` / `log_softmax` (`log`): the input is cast to `dtype` first; the
+/// `softmax_raw(dim, dtype=)` / `log_softmax` (`log`): the input is cast to `dtype` first; the
 /// result is row-major like torch's.
-pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
+pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
     let w = wrap_dim(dim, x.ndim())?;
     let x = match dtype {
         Some(d) => cast_input(x, d),
@@ -474,7 +474,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
             x.dtype().scalar_type_name()
         )));
     }
-    let src = contiguous(&x);
+    let src = contiguous_raw(&x);
     let shape = x.shape();
     let (outer, n, inner) = if shape.is_empty() {
         (1, 1, 1)
@@ -512,48 +512,48 @@ mod tests {
     #[test]
     fn dtype_rules() {
         let i = t(vec![1i32, 2, 3, 4], &[2, 2]);
-        assert_eq!(sum(&i, None, false, None).unwrap().dtype(), DType::Int64);
-        assert_eq!(sum(&i, Some(&[0]), true, Some(DType::Int32)).unwrap().shape(), &[1, 2]);
+        assert_eq!(sum_raw(&i, None, false, None).unwrap().dtype(), DType::Int64);
+        assert_eq!(sum_raw(&i, Some(&[0]), true, Some(DType::Int32)).unwrap().shape(), &[1, 2]);
         assert_eq!(
-            mean(&i, None, false, None).unwrap_err().to_string(),
-            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
+            mean_raw(&i, None, false, None).unwrap_err().to_string(),
+            "mean_raw(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
         );
-        assert_eq!(mean(&i, None, false, Some(DType::Float64)).unwrap().to_vec::<f64>(), vec![2.5]);
-        assert!(var(&i, None, 1.0, false, false).is_err());
+        assert_eq!(mean_raw(&i, None, false, Some(DType::Float64)).unwrap().to_vec::<f64>(), vec![2.5]);
+        assert!(var_raw(&i, None, 1.0, false, false).is_err());
         assert!(argmax(&t(vec![true], &[1]), None, false, true).is_err());
     }
 
     #[test]
     fn values_along_each_dim() {
         let x = t(vec![1.0f32, 5.0, 3.0, 4.0, 2.0, 6.0], &[2, 3]);
-        assert_eq!(sum(&x, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![5.0, 7.0, 9.0]);
-        assert_eq!(sum(&x, Some(&[1]), false, None).unwrap().to_vec::<f32>(), vec![9.0, 12.0]);
-        assert_eq!(prod(&x, Some(1), false, None).unwrap().to_vec::<f32>(), vec![15.0, 48.0]);
-        let (v, i) = max_dim(&x, 1, false, true).unwrap();
+        assert_eq!(sum_raw(&x, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![5.0, 7.0, 9.0]);
+        assert_eq!(sum_raw(&x, Some(&[1]), false, None).unwrap().to_vec::<f32>(), vec![9.0, 12.0]);
+        assert_eq!(prod_raw(&x, Some(1), false, None).unwrap().to_vec::<f32>(), vec![15.0, 48.0]);
+        let (v, i) = max_dim_raw(&x, 1, false, true).unwrap();
         assert_eq!((v.to_vec::<f32>(), i.to_vec::<i64>()), (vec![5.0, 6.0], vec![1, 2]));
         assert_eq!(argmax(&x, None, false, false).unwrap().to_vec::<i64>(), vec![0]);
-        let xt = crate::ops::views::transpose(&x, 0, 1).unwrap();
+        let xt = crate::ops::views::transpose_raw(&x, 0, 1).unwrap();
         assert_eq!(argmax(&xt, None, false, true).unwrap().to_vec::<i64>(), vec![5]);
-        let (v, _) = var(&x, Some(&[1]), 1.0, false, false).unwrap();
+        let (v, _) = var_raw(&x, Some(&[1]), 1.0, false, false).unwrap();
         assert_eq!(v.to_vec::<f32>(), vec![4.0, 4.0]);
-        let n = vector_norm(&x, 1.0, None, false, None).unwrap();
+        let n = vector_norm_raw(&x, 1.0, None, false, None).unwrap();
         assert_eq!(n.to_vec::<f32>(), vec![21.0]);
     }
 
     #[test]
     fn empty_and_zero_dim() {
         let e = Tensor::zeros(&[0, 3], DType::Float32);
-        assert_eq!(sum(&e, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![0.0; 3]);
-        assert!(mean(&e, None, false, None).unwrap().to_vec::<f32>()[0].is_nan());
+        assert_eq!(sum_raw(&e, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![0.0; 3]);
+        assert!(mean_raw(&e, None, false, None).unwrap().to_vec::<f32>()[0].is_nan());
         assert_eq!(
-            max_all(&e, true).unwrap_err().to_string(),
+            max_all_raw(&e, true).unwrap_err().to_string(),
             "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );
-        assert!(matches!(amax(&e, &[-2], false, true).unwrap_err(), Error::Index(m) if m.contains("dim -2")));
+        assert!(matches!(amax_raw(&e, &[-2], false, true).unwrap_err(), Error::Index(m) if m.contains("dim -2")));
         let s = Tensor::scalar(crate::Scalar::Float(3.0), DType::Float32);
-        let (v, i) = max_dim(&s, -1, true, true).unwrap();
+        let (v, i) = max_dim_raw(&s, -1, true, true).unwrap();
         assert_eq!((v.shape().len(), i.to_vec::<i64>()), (0, vec![0]));
-        assert_eq!(softmax(&s, 0, None, false).unwrap().to_vec::<f32>(), vec![1.0]);
+        assert_eq!(softmax_raw(&s, 0, None, false).unwrap().to_vec::<f32>(), vec![1.0]);
     }
 
     #[test]
@@ -567,4 +567,51 @@ mod tests {
         assert_eq!(fmt_g(123456.0), "123456");
         assert_eq!(fmt_g(1234567.0), "1.23457e+06");
     }
+}
+
+// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+
+pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    sum_raw(x, dims, keepdim, dtype)
+}
+
+pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    prod_raw(x, dim, keepdim, dtype)
+}
+
+pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    mean_raw(x, dims, keepdim, dtype)
+}
+
+pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
+    amax_raw(x, dims, keepdim, is_max)
+}
+
+pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
+    max_all_raw(x, is_max)
+}
+
+pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    max_dim_raw(x, dim, keepdim, is_max)
+}
+
+pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
+    var_raw(x, dims, correction, keepdim, sqrt)
+}
+
+pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    vector_norm_raw(x, ord, dims, keepdim, dtype)
+}
+
+pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    logsumexp_raw(x, dims, keepdim)
+}
+
+pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
+    softmax_raw(x, dim, dtype, log)
+}
+
+/// Any NaN in a float tensor (anomaly mode's check of backward results).
+pub fn has_nan(t: &Tensor) -> bool {
+    crate::dispatch_float!(t.dtype(), T => t.to_vec::<T>().iter().any(|v| v.to_f64().is_nan()), _ => false)
 }

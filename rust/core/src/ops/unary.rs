@@ -60,6 +60,8 @@ pub enum IntRule {
 
 pub struct UnaryDef {
     pub name: &'static str,
+    /// The in-place method's name (`exp_`), for mutation blame.
+    pub name_: &'static str,
     pub node: &'static str,
     pub ints: IntRule,
 }
@@ -94,7 +96,7 @@ impl UnaryOp {
             LogicalNot => ("logical_not", "NotImplemented", ToBool),
             BitwiseNot => ("bitwise_not", "NotImplemented", IntegralOnly),
         };
-        UnaryDef { name, node, ints }
+        UnaryDef { name, name_: inplace_name(name), node, ints }
     }
 
     /// The dtype the op computes and returns for an input of `dtype`.
@@ -113,6 +115,16 @@ impl UnaryOp {
             IntRule::KeepNoBool(err) if dtype == DType::Bool => return Err(err),
             _ => dtype,
         })
+    }
+}
+
+fn inplace_name(name: &'static str) -> &'static str {
+    match name {
+        "neg" => "neg_", "abs" => "abs_", "sign" => "sign_", "exp" => "exp_", "log" => "log_", "log1p" => "log1p_",
+        "expm1" => "expm1_", "sqrt" => "sqrt_", "rsqrt" => "rsqrt_", "sin" => "sin_", "cos" => "cos_", "tanh" => "tanh_",
+        "sigmoid" => "sigmoid_", "relu" => "relu_", "silu" => "silu_", "gelu" => "gelu_", "reciprocal" => "reciprocal_",
+        "floor" => "floor_", "ceil" => "ceil_", "round" => "round_", "trunc" => "trunc_", "logical_not" => "logical_not_",
+        _ => "bitwise_not_",
     }
 }
 
@@ -239,7 +251,7 @@ fn run(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
 }
 
 /// Out-of-place: a new tensor (torch's output layout: the input's memory order).
-pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+pub fn unary_raw(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.result_dtype(x.dtype())?;
     let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype) };
     let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
@@ -249,7 +261,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 }
 
 /// In-place: `x.op_()` through the write path; the result dtype must be castable to x's.
-pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
+pub fn unary_inplace_raw(op: UnaryOp, x: &Tensor) -> Result<()> {
     // torch's order: argument checks (RuntimeError), overlap, cast, then the kernel's dtype support.
     let dtype = op.result_dtype(x.dtype());
     if let Err(e @ Error::Runtime(_)) = dtype {
@@ -264,7 +276,7 @@ pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
             run(op, x, x, true);
         } else {
             // e.g. logical_not_ on a float tensor: compute to bool, cast back.
-            let tmp = unary(op, x)?;
+            let tmp = unary_raw(op, x)?;
             copy_kernel(x, &tmp);
         }
         Ok(())
@@ -272,7 +284,7 @@ pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
 }
 
 /// Generic helper for float-parameterised unary ops (leaky_relu, elu, pow with scalar...).
-pub fn map_float(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync + Send + Copy, name: &str) -> Result<Tensor> {
+pub fn map_float_raw(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync + Send + Copy, name: &str) -> Result<Tensor> {
     if in_place {
         check_no_internal_overlap(x)?;
     }
@@ -301,3 +313,178 @@ pub fn map_float(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync 
 
 #[allow(dead_code)]
 fn _uses<T: Element>() {}
+
+// ----- autograd: what each op saves and its backward formula (derivatives.yaml) -----
+
+/// What the formula of `op` reads: its input (`self`), its output (`result`), or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saves {
+    Nothing,
+    Input,
+    Result,
+}
+
+impl UnaryOp {
+    /// None for ops without a derivative (integer/bool outputs).
+    pub fn saves(self) -> Option<Saves> {
+        use UnaryOp::*;
+        Some(match self {
+            Neg | Sign | Floor | Ceil | Round | Trunc => Saves::Nothing,
+            Abs | Log | Log1p | Sin | Cos | Silu | Gelu | GeluTanh => Saves::Input,
+            Exp | Expm1 | Sqrt | Rsqrt | Tanh | Sigmoid | Relu | Reciprocal => Saves::Result,
+            LogicalNot | BitwiseNot => return None,
+        })
+    }
+
+    /// d(op)/dx applied to `g`; `s` is the saved input or result (see `saves`).
+    pub fn backward(self, g: &Tensor, s: Option<&Tensor>) -> Result<Tensor> {
+        use crate::autograd::formulas::*;
+        use crate::ops::binary::BinaryOp::Le;
+        use UnaryOp::*;
+        let s = || s.expect("saved by the forward");
+        match self {
+            Neg => neg(g),
+            Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)),
+            Abs => mul(g, &un(Sign, s())?),
+            Log => div(g, s()),
+            Log1p => div(g, &add_s(s(), 1.0)?),
+            Sin => mul(g, &un(Cos, s())?),
+            Cos => mul(g, &neg(&un(Sin, s())?)?),
+            Exp => mul(g, s()),
+            Expm1 => mul(g, &add_s(s(), 1.0)?),
+            Sqrt => div(g, &mul_s(s(), 2.0)?),
+            Rsqrt => mul(g, &mul_s(&pow_s(s(), 3.0)?, -0.5)?),
+            Tanh => mul(g, &rsub_s(&mul(s(), s())?, 1.0)?),
+            Sigmoid => mul(g, &mul(s(), &rsub_s(s(), 1.0)?)?),
+            // torch's threshold_backward(grad, result, 0)
+            Relu => zero_where(g, &cmp_s(Le, s(), 0.0)?),
+            Reciprocal => mul(g, &neg(&mul(s(), s())?)?),
+            Silu => {
+                let sig = un(Sigmoid, s())?;
+                mul(g, &mul(&sig, &add_s(&mul(s(), &rsub_s(&sig, 1.0)?)?, 1.0)?)?)
+            }
+            Gelu => {
+                // 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi)
+                let x = s();
+                let cdf = gelu_cdf(x)?;
+                let pdf = mul_s(&un(Exp, &mul_s(&mul(x, x)?, -0.5)?)?, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+                mul(g, &add(&cdf, &mul(x, &pdf)?)?)
+            }
+            GeluTanh => {
+                let x = s();
+                let k = (2.0 / std::f64::consts::PI).sqrt();
+                let x2 = mul(x, x)?;
+                let inner = mul_s(&add(x, &mul_s(&mul(&x2, x)?, 0.044715)?)?, k)?;
+                let th = un(Tanh, &inner)?;
+                let left = mul_s(&add_s(&th, 1.0)?, 0.5)?;
+                let dinner = mul_s(&add_s(&mul_s(&x2, 3.0 * 0.044715)?, 1.0)?, k)?;
+                let right = mul(&mul_s(&mul(x, &rsub_s(&mul(&th, &th)?, 1.0)?)?, 0.5)?, &dinner)?;
+                mul(g, &add(&left, &right)?)
+            }
+            LogicalNot | BitwiseNot => unreachable!("not differentiable"),
+        }
+    }
+}
+
+/// 0.5 * (1 + erf(x / sqrt 2)), elementwise (a constant factor of the gelu derivative).
+fn gelu_cdf(x: &Tensor) -> Result<Tensor> {
+    map_float_raw(x, false, |v| 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), "gelu")
+}
+
+/// Differentiable `op(x)`.
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let out = unary_raw(op, x)?;
+    let (Some(saves), Some(mut rec)) = (op.saves(), crate::autograd::Recorder::new(&[Some(x)])?) else { return Ok(out) };
+    if !out.dtype().is_floating() {
+        return Ok(out);
+    }
+    match saves {
+        Saves::Nothing => {}
+        Saves::Input => rec.save("self", x)?,
+        Saves::Result => rec.save_output("result", &out, 0),
+    }
+    rec.finish(op.def().node, &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])));
+    Ok(out)
+}
+
+/// Differentiable `x.op_()`: formulas on the input save a copy of the old value (taken before
+/// the write); formulas on the result save `x` itself after it (R14).
+pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
+    let _blame = crate::autograd::blame::op(op.def().name_);
+    let rec = crate::autograd::Recorder::inplace(x, &[])?;
+    let saves = op.saves();
+    let old = match (&rec, saves) {
+        (Some(_), Some(Saves::Input)) => Some(crate::ops::copy::clone_raw(x)),
+        _ => None,
+    };
+    unary_inplace_raw(op, x)?;
+    let (Some(mut rec), Some(saves)) = (rec, saves) else { return Ok(()) };
+    match saves {
+        Saves::Nothing => {}
+        Saves::Input => rec.save("self", old.as_ref().expect("cloned above"))?,
+        Saves::Result => rec.save_output("result", x, 0),
+    }
+    rec.finish_inplace(op.def().node, x, Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])))
+}
+
+/// `leaky_relu(x, negative_slope)` / `elu(x, alpha)`: float-parameterised activations.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamUnary {
+    LeakyRelu(f64),
+    Elu(f64),
+}
+
+impl ParamUnary {
+    fn f(self) -> impl Fn(f64) -> f64 + Sync + Send + Copy {
+        move |v: f64| match self {
+            _ if v > 0.0 || v.is_nan() => v,
+            ParamUnary::LeakyRelu(slope) => v * slope,
+            ParamUnary::Elu(alpha) => alpha * v.exp_m1(),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            ParamUnary::LeakyRelu(_) => "leaky_relu",
+            ParamUnary::Elu(_) => "elu",
+        }
+    }
+    /// Out of place the formula reads the input (`...Backward0`); in place it reads the result
+    /// (`...Backward1`), as torch's leaky_relu_/elu_.
+    fn node(self, in_place: bool) -> &'static str {
+        match (self, in_place) {
+            (ParamUnary::LeakyRelu(_), false) => "LeakyReluBackward0",
+            (ParamUnary::LeakyRelu(_), true) => "LeakyReluBackward1",
+            (ParamUnary::Elu(_), false) => "EluBackward0",
+            (ParamUnary::Elu(_), true) => "EluBackward1",
+        }
+    }
+    fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
+        use crate::autograd::formulas::*;
+        let pos = cmp_s(crate::ops::binary::BinaryOp::Gt, s, 0.0)?;
+        let neg_part = match self {
+            ParamUnary::LeakyRelu(slope) => mul_s(g, slope)?,
+            ParamUnary::Elu(alpha) if of_result => mul(g, &add_s(s, alpha)?)?,
+            ParamUnary::Elu(alpha) => mul(g, &mul_s(&un(UnaryOp::Exp, s)?, alpha)?)?,
+        };
+        where_t(&pos, g, &neg_part)
+    }
+}
+
+/// Differentiable `leaky_relu` / `elu` (`in_place` writes `x` and returns it).
+pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor> {
+    if !in_place {
+        let out = map_float_raw(x, false, op.f(), op.name())?;
+        if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
+            rec.save("self", x)?;
+            rec.finish(op.node(false), &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), false)?)])));
+        }
+        return Ok(out);
+    }
+    let rec = crate::autograd::Recorder::inplace(x, &[])?;
+    map_float_raw(x, true, op.f(), op.name())?;
+    if let Some(mut rec) = rec {
+        rec.save_output("result", x, 0);
+        rec.finish_inplace(op.node(true), x, Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), true)?)])))?;
+    }
+    Ok(x.clone())
+}

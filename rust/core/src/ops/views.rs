@@ -7,12 +7,12 @@ use crate::ops::copy::contiguous_copy;
 use crate::shape::{infer_size, wrap_dim};
 use crate::tensor::Tensor;
 
-pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+pub fn view_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.view(shape)?))
 }
 
 /// A view when the strides allow one, otherwise a contiguous copy (fresh version counter).
-pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+pub fn reshape_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let new_shape = infer_size(shape, t.numel())?;
     match t.layout.view_strides(&new_shape) {
         Some(strides) => Ok(t.view_as_layout(Layout { shape: new_shape, strides, offset: t.layout.offset })),
@@ -23,16 +23,16 @@ pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
 }
 
-/// `flatten(start_dim, end_dim)`. When the two dims are the same (and the tensor is not 0-d)
+/// `flatten_raw(start_dim, end_dim)`. When the two dims are the same (and the tensor is not 0-d)
 /// torch returns the input itself; here that is a view with the same layout, and the binding
 /// returns the very object.
-pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+pub fn flatten_raw(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let (s, e) = (wrap_dim(start_dim, t.ndim())?, wrap_dim(end_dim, t.ndim())?);
     if s > e {
-        return Err(Error::Runtime("flatten() has invalid args: start_dim cannot come after end_dim".into()));
+        return Err(Error::Runtime("flatten_raw() has invalid args: start_dim cannot come after end_dim".into()));
     }
     if t.ndim() == 0 {
-        return reshape(t, &[1]);
+        return reshape_raw(t, &[1]);
     }
     if s == e {
         return Ok(t.view_as_layout(t.layout.clone()));
@@ -40,30 +40,30 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let mut shape: Vec<i64> = t.shape()[..s].iter().map(|&d| d as i64).collect();
     shape.push(t.shape()[s..=e].iter().product::<usize>() as i64);
     shape.extend(t.shape()[e + 1..].iter().map(|&d| d as i64));
-    reshape(t, &shape)
+    reshape_raw(t, &shape)
 }
 
-pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+pub fn permute_raw(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.permute(dims)?))
 }
 
-pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+pub fn transpose_raw(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.transpose(d0, d1)?))
 }
 
-pub fn t(t: &Tensor) -> Result<Tensor> {
+pub fn t_raw(t: &Tensor) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.t()?))
 }
 
-pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
+pub fn unsqueeze_raw(t: &Tensor, dim: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.unsqueeze(dim)?))
 }
 
-pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+pub fn squeeze_raw(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.squeeze(dims)?))
 }
 
-pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+pub fn expand_raw(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let layout = t.layout.expand(sizes).map_err(|e| match e {
         // torch names the type as its legacy tensor class, except bool's ("CPUBoolType")
         Error::Runtime(m) => Error::Runtime(m.replace(
@@ -75,39 +75,39 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     Ok(t.view_as_layout(layout))
 }
 
-pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+pub fn narrow_raw(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.narrow(dim, start, length)?))
 }
 
 /// Basic slicing `t[start:end:step]` along `dim` (Python's clamping of start/end).
-pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
+pub fn slice_raw(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.slice(dim, start, end, step)?))
 }
 
-pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+pub fn select_raw(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.select(dim, index)?))
 }
 
-pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+pub fn diagonal_raw(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.diagonal(offset, dim1, dim2)?))
 }
 
-pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
+pub fn as_strided_raw(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
     let offset = offset.unwrap_or(t.layout.offset as i64);
     let layout = Layout::as_strided(size, stride, offset, t.storage.len(), t.dtype().size())?;
     Ok(t.view_as_layout(layout))
 }
 
-pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+pub fn unbind_raw(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let d = wrap_dim(dim, t.ndim())?;
     if t.ndim() == 0 {
         return Err(Error::Index("Dimension specified as 0 but tensor has no dimensions".into()));
     }
-    (0..t.shape()[d]).map(|i| select(t, d as i64, i as i64)).collect()
+    (0..t.shape()[d]).map(|i| select_raw(t, d as i64, i as i64)).collect()
 }
 
-/// `split(split_size, dim)`: pieces of `split_size` along `dim`, the last possibly smaller.
-pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+/// `split_raw(split_size, dim)`: pieces of `split_size` along `dim`, the last possibly smaller.
+pub fn split_raw(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     if t.ndim() == 0 {
         return Err(Error::Runtime("split expects at least a 1-dimensional tensor".into()));
     }
@@ -126,13 +126,13 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     (0..count)
         .map(|i| {
             let start = i * split_size;
-            narrow(t, d as i64, start, split_size.min(n - start))
+            narrow_raw(t, d as i64, start, split_size.min(n - start))
         })
         .collect()
 }
 
-/// `split(sizes, dim)` with explicit section sizes (`split_with_sizes`).
-pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+/// `split_raw(sizes, dim)` with explicit section sizes (`split_with_sizes`).
+pub fn split_with_sizes_raw(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     if t.ndim() == 0 {
         return Err(Error::Runtime("split expects at least a 1-dimensional tensor".into()));
     }
@@ -157,14 +157,14 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
     sizes
         .iter()
         .map(|&s| {
-            let v = narrow(t, d as i64, start, s);
+            let v = narrow_raw(t, d as i64, start, s);
             start += s;
             v
         })
         .collect()
 }
 
-pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     if t.ndim() == 0 {
         return Err(Error::Runtime("chunk expects at least a 1-dimensional tensor".into()));
     }
@@ -176,7 +176,172 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let size = (n + chunks - 1) / chunks;
     if size == 0 {
         // torch returns `chunks` empty pieces when the dim is empty... only when n == 0.
-        return split_with_sizes(t, &vec![0; chunks as usize], dim);
+        return split_with_sizes_raw(t, &vec![0; chunks as usize], dim);
     }
-    split(t, size, dim)
+    split_raw(t, size, dim)
+}
+
+// ----- autograd: each view op's node; the gradient goes back through the same view of zeros -----
+
+use crate::autograd::record::record_view;
+use std::sync::Arc;
+
+fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
+    v.map(|t| vec![t])
+}
+
+pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let out = view_raw(t, shape)?;
+    let s = shape.to_vec();
+    record_view("ViewBackward0", t, &[&out], Arc::new(move |z| one(view_raw(z, &s))))?;
+    Ok(out)
+}
+
+/// A view (ViewBackward0) when possible; otherwise a copy recorded as UnsafeViewBackward0.
+pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let out = reshape_raw(t, shape)?;
+    record_reshape(t, &out)?;
+    Ok(out)
+}
+
+fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
+    let s: Vec<i64> = out.shape().iter().map(|&d| d as i64).collect();
+    if out.same_storage(t) {
+        return record_view("ViewBackward0", t, &[out], Arc::new(move |z| one(view_raw(z, &s))));
+    }
+    if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
+        let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+        rec.finish("UnsafeViewBackward0", &[out], Box::new(move |ctx| Ok(vec![Some(reshape(ctx.grad(), &back)?)])));
+    }
+    Ok(())
+}
+
+pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    let out = flatten_raw(t, start_dim, end_dim)?;
+    if out.layout == t.layout && out.same_storage(t) && t.ndim() > 0 {
+        return Ok(out); // the binding returns the input itself
+    }
+    record_reshape(t, &out)?;
+    Ok(out)
+}
+
+pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let out = permute_raw(t, dims)?;
+    let d = dims.to_vec();
+    record_view("PermuteBackward0", t, &[&out], Arc::new(move |z| one(permute_raw(z, &d))))?;
+    Ok(out)
+}
+
+pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+    let out = transpose_raw(t, d0, d1)?;
+    record_view("TransposeBackward0", t, &[&out], Arc::new(move |z| one(transpose_raw(z, d0, d1))))?;
+    Ok(out)
+}
+
+pub fn t(x: &Tensor) -> Result<Tensor> {
+    let out = t_raw(x)?;
+    record_view("TBackward0", x, &[&out], Arc::new(|z| one(t_raw(z))))?;
+    Ok(out)
+}
+
+pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
+    let out = unsqueeze_raw(t, dim)?;
+    record_view("UnsqueezeBackward0", t, &[&out], Arc::new(move |z| one(unsqueeze_raw(z, dim))))?;
+    Ok(out)
+}
+
+/// SqueezeBackward0 (all dims), 1 (one dim), 2 (a list of dims), as torch names them.
+pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    let out = squeeze_raw(t, dims)?;
+    let d = dims.map(|d| d.to_vec());
+    let name = match dims {
+        None => "SqueezeBackward0",
+        Some([_]) => "SqueezeBackward1",
+        Some(_) => "SqueezeBackward2",
+    };
+    record_view(name, t, &[&out], Arc::new(move |z| one(squeeze_raw(z, d.as_deref()))))?;
+    Ok(out)
+}
+
+/// ExpandBackward0: the gradient is summed over the expanded dims.
+pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let out = expand_raw(t, sizes)?;
+    if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
+        let shape = t.shape().to_vec();
+        rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::autograd::formulas::sum_to(ctx.grad(), &shape)?)])));
+    }
+    Ok(out)
+}
+
+pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let out = narrow_raw(t, dim, start, length)?;
+    record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
+    Ok(out)
+}
+
+pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
+    let out = slice_raw(t, dim, start, end, step)?;
+    record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(slice_raw(z, dim, start, end, step))))?;
+    Ok(out)
+}
+
+pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let out = select_raw(t, dim, index)?;
+    record_view("SelectBackward0", t, &[&out], Arc::new(move |z| one(select_raw(z, dim, index))))?;
+    Ok(out)
+}
+
+pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let out = diagonal_raw(t, offset, dim1, dim2)?;
+    record_view("DiagonalBackward0", t, &[&out], Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
+    Ok(out)
+}
+
+/// AsStridedBackward0: geometry is in terms of the input's memory, so the gradient is
+/// scattered into a buffer laid out like the input's storage.
+pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
+    let out = as_strided_raw(t, size, stride, offset)?;
+    if crate::autograd::record::should_record(&[Some(t)]) {
+        let node = crate::autograd::inplace::as_strided_node(t, &out.layout)?;
+        out.set_gradient_edge(node, 0);
+    }
+    Ok(out)
+}
+
+fn record_pieces(name: &'static str, t: &Tensor, outs: &[Tensor], replay: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>) -> Result<()> {
+    let refs: Vec<&Tensor> = outs.iter().collect();
+    record_view(name, t, &refs, replay)
+}
+
+pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let outs = unbind_raw(t, dim)?;
+    record_pieces("UnbindBackward0", t, &outs, Arc::new(move |z| unbind_raw(z, dim)))?;
+    Ok(outs)
+}
+
+pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let outs = split_raw(t, split_size, dim)?;
+    record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| split_raw(z, split_size, dim)))?;
+    Ok(outs)
+}
+
+pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    let outs = split_with_sizes_raw(t, sizes, dim)?;
+    let s = sizes.to_vec();
+    record_pieces("SplitWithSizesBackward0", t, &outs, Arc::new(move |z| split_with_sizes_raw(z, &s, dim)))?;
+    Ok(outs)
+}
+
+/// chunk is split in torch (SplitBackward0), or split_with_sizes for an empty dim.
+pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let outs = chunk_raw(t, chunks, dim)?;
+    record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| chunk_raw(z, chunks, dim)))?;
+    Ok(outs)
+}
+
+/// `x[...]` and `view_as(x)`-like aliases of the whole tensor (AliasBackward0).
+pub fn alias(t: &Tensor) -> Result<Tensor> {
+    let out = t.view_as_layout(t.layout.clone());
+    record_view("AliasBackward0", t, &[&out], Arc::new(|z| one(Ok(z.view_as_layout(z.layout.clone())))))?;
+    Ok(out)
 }

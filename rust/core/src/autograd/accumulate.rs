@@ -1,0 +1,90 @@
+//! AccumulateGrad: the node at the end of every path, adding the gradient into a leaf's `.grad`
+//! (in place after the first time, R49).
+
+use super::mode;
+use super::node::{Backward, InputMeta, Node};
+use crate::error::Result;
+use crate::ops::binary::{self, BinaryOp};
+use crate::ops::iter_layout::is_non_overlapping_and_dense;
+use crate::ops::{copy, Arg};
+use crate::tensor::Tensor;
+use std::any::Any;
+use std::sync::Arc;
+
+pub struct AccumulateGrad {
+    pub variable: Tensor,
+}
+
+/// The leaf's AccumulateGrad node, created on first use and shared while the graph holds it.
+pub fn grad_accumulator(t: &Tensor) -> Arc<Node> {
+    let mut m = t.meta.lock();
+    if let Some(n) = m.grad_accumulator.upgrade() {
+        return n;
+    }
+    let inputs = vec![InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() }];
+    let node = Node::new_accumulate(inputs, Box::new(AccumulateGrad { variable: t.clone() }));
+    m.grad_accumulator = Arc::downgrade(&node);
+    node
+}
+
+impl Backward for AccumulateGrad {
+    fn apply(&mut self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else { return Ok(Vec::new()) };
+        g = run_tensor_hooks(&self.variable, g)?;
+        accumulate(&self.variable, g)?;
+        Ok(Vec::new())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A leaf's own hooks, in registration order; each may replace the gradient.
+pub fn run_tensor_hooks(leaf: &Tensor, mut g: Tensor) -> Result<Tensor> {
+    let hooks: Vec<_> = leaf.meta.lock().hooks.iter().map(|(_, h)| h.clone()).collect();
+    for h in hooks {
+        if let Some(new) = h(&g)? {
+            g = new;
+        }
+    }
+    Ok(g)
+}
+
+/// `.grad += g` (in place, through the write path) or the first `.grad = g`.
+pub fn accumulate(variable: &Tensor, g: Tensor) -> Result<()> {
+    let create_graph = mode::is_grad_enabled();
+    match variable.grad() {
+        None => {
+            let g = if !create_graph && can_steal(&g, variable) { g.fresh_handle() } else { clone_like(&g, variable) };
+            variable.set_grad(Some(g));
+        }
+        Some(old) if !create_graph => binary::binary_(BinaryOp::Add, &old, &Arg::Tensor(g), None)?,
+        Some(old) => variable.set_grad(Some(binary::binary(BinaryOp::Add, &Arg::Tensor(old), &Arg::Tensor(g), None)?)),
+    }
+    Ok(())
+}
+
+/// A gradient buffer nobody else holds, laid out as the leaf is, becomes `.grad` as is.
+fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
+    Arc::strong_count(&g.storage) == 1
+        && g.layout.offset == 0
+        && g.numel() == g.storage.len()
+        && g.dtype() == variable.dtype()
+        && g.strides() == copy::preserved_layout(variable).strides.as_slice()
+}
+
+/// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense.
+fn clone_like(g: &Tensor, variable: &Tensor) -> Tensor {
+    let layout = if is_non_overlapping_and_dense(&variable.layout) { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
+    let out = copy::empty_with_layout(&layout, variable.dtype());
+    copy::copy_kernel(&out, g);
+    out
+}
+
+impl Node {
+    /// AccumulateGrad nodes sort last in creation order so the engine runs them as soon as
+    /// they are ready (torch gives them the largest sequence number).
+    pub fn new_accumulate(inputs: Vec<InputMeta>, body: Box<dyn Backward>) -> Arc<Node> {
+        Node::with_seq("AccumulateGrad", Vec::new(), inputs, 1, body, u64::MAX)
+    }
+}

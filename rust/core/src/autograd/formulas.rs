@@ -1,0 +1,109 @@
+//! Small differentiable building blocks that backward formulas are written in.
+//!
+//! Formulas use the same differentiable ops users call, so with `create_graph=True` the
+//! backward pass itself is recorded and can be differentiated again (R55).
+
+use crate::dtype::{DType, Scalar};
+use crate::error::Result;
+use crate::ops::binary::{self, BinaryOp};
+use crate::ops::unary::{self, UnaryOp};
+use crate::ops::{copy, reduce, views, Arg};
+use crate::tensor::Tensor;
+
+fn t(x: &Tensor) -> Arg {
+    Arg::Tensor(x.clone())
+}
+fn s(v: f64) -> Arg {
+    Arg::Scalar(Scalar::Float(v))
+}
+
+pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary::binary(BinaryOp::Add, &t(a), &t(b), None)
+}
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary::binary(BinaryOp::Sub, &t(a), &t(b), None)
+}
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary::binary(BinaryOp::Mul, &t(a), &t(b), None)
+}
+pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary::binary(BinaryOp::Div, &t(a), &t(b), None)
+}
+pub fn mul_s(a: &Tensor, v: f64) -> Result<Tensor> {
+    binary::binary(BinaryOp::Mul, &t(a), &s(v), None)
+}
+pub fn add_s(a: &Tensor, v: f64) -> Result<Tensor> {
+    binary::binary(BinaryOp::Add, &t(a), &s(v), None)
+}
+/// `v - a`
+pub fn rsub_s(a: &Tensor, v: f64) -> Result<Tensor> {
+    binary::binary(BinaryOp::Sub, &s(v), &t(a), None)
+}
+pub fn pow_s(a: &Tensor, v: f64) -> Result<Tensor> {
+    binary::binary(BinaryOp::Pow, &t(a), &s(v), None)
+}
+pub fn neg(a: &Tensor) -> Result<Tensor> {
+    unary::unary(UnaryOp::Neg, a)
+}
+pub fn un(op: UnaryOp, a: &Tensor) -> Result<Tensor> {
+    unary::unary(op, a)
+}
+/// `where(cond, a, b)` with tensor branches.
+pub fn where_t(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary::where_(cond, &t(a), &t(b))
+}
+/// `a` where `cond` is false, 0 where it is true.
+pub fn zero_where(a: &Tensor, cond: &Tensor) -> Result<Tensor> {
+    binary::masked_fill(a, cond, &Arg::Scalar(Scalar::Float(0.0)), false)
+}
+
+/// A comparison as a bool mask (not differentiable, so computed raw).
+pub fn cmp(op: BinaryOp, a: &Tensor, b: &Arg) -> Result<Tensor> {
+    binary::binary_raw(op, &t(a), b, None)
+}
+pub fn cmp_s(op: BinaryOp, a: &Tensor, v: f64) -> Result<Tensor> {
+    cmp(op, a, &s(v))
+}
+
+pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+    copy::zeros_raw(shape, dtype)
+}
+pub fn zeros_like(a: &Tensor) -> Tensor {
+    copy::zeros_raw(a.shape(), a.dtype())
+}
+
+pub fn cast(a: &Tensor, dtype: DType) -> Result<Tensor> {
+    copy::to_dtype(a, dtype)
+}
+
+/// Sums a gradient back to the shape of a broadcast input (torch's `sum_to`): leading dims,
+/// then dims that were 1 in `shape`.
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.ndim() - shape.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 && g.shape()[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    let r = if dims.is_empty() { g.clone() } else { reduce::sum(g, Some(&dims), true, None)? };
+    let target: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    views::view(&r, &target).or_else(|_| views::reshape(&r, &target))
+}
+
+/// Expands `g` back over reduced dims (`keepdim=False` dims are re-inserted first).
+pub fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Tensor> {
+    let mut g = g.clone();
+    if !keepdim {
+        let mut sorted = dims.to_vec();
+        sorted.sort_unstable();
+        for d in sorted {
+            g = views::unsqueeze(&g, d as i64)?;
+        }
+    }
+    let target: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    views::expand(&g, &target)
+}

@@ -1,0 +1,219 @@
+//! Graph nodes: one per recorded op call, pointing at the nodes of its inputs (`next`).
+//!
+//! A node owns its backward (`Backward`: a formula plus what it saved). Forward outputs point
+//! at their node strongly; nodes point at earlier nodes strongly; nothing points forward, so the
+//! graph is a DAG of `Arc`s with no cycles (a node that saves its own output keeps it without
+//! the back-link, see `saved.rs`).
+
+use super::meta::MetaCell;
+use super::saved::SavedTensor;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::tensor::Tensor;
+use std::any::Any;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Where one gradient goes: input slot `input_nr` of `node` (None: an input that needs none).
+#[derive(Clone)]
+pub struct Edge {
+    pub node: Option<Arc<Node>>,
+    pub input_nr: usize,
+}
+
+impl Edge {
+    pub fn none() -> Edge {
+        Edge { node: None, input_nr: 0 }
+    }
+    pub fn is_some(&self) -> bool {
+        self.node.is_some()
+    }
+    pub fn same(&self, other: &Edge) -> bool {
+        match (&self.node, &other.node) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && self.input_nr == other.input_nr,
+            _ => false,
+        }
+    }
+}
+
+/// A tensor hook: sees a gradient, may replace it.
+pub type Hook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+/// A node hook (`grad_fn.register_hook`): sees grad inputs and outputs, may replace the inputs.
+pub type NodeHook = Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+/// A node pre-hook (`grad_fn.register_prehook`): sees the grads flowing in, may replace them.
+pub type NodePreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+
+/// Shape and dtype of one forward input: backward outputs are checked against it.
+#[derive(Clone, Debug)]
+pub struct InputMeta {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+/// The backward of one node.
+pub trait Backward: Send {
+    /// Gradients w.r.t. the forward inputs (one per `next` edge) from the gradients w.r.t. the
+    /// forward outputs (`None` where an output got no gradient).
+    fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    /// Frees saved tensors after a backward without `retain_graph`.
+    fn release(&mut self) {}
+    /// Saved tensors by name, for `grad_fn._saved_<name>` and the graph pictures.
+    fn saved(&self) -> Vec<(&'static str, &SavedTensor)> {
+        Vec::new()
+    }
+    /// Non-tensor saved values by name (`_saved_dim`, `_saved_alpha`...), as display text.
+    fn saved_values(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Lets saved outputs point back (weakly) at the node that saved them.
+    fn link_producer(&mut self, _node: &Arc<Node>) {}
+    fn as_any(&self) -> &dyn Any;
+}
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+pub struct Node {
+    pub name: Cow<'static, str>,
+    /// Creation order: the engine runs later nodes first when several are ready.
+    pub seq: u64,
+    pub next: Vec<Edge>,
+    pub inputs: Vec<InputMeta>,
+    /// How many outputs the forward had (gradient slots this node receives).
+    pub num_outputs: usize,
+    body: Mutex<Box<dyn Backward>>,
+    /// Tensor hooks registered on this node's outputs: (output_nr, id, hook).
+    pub tensor_hooks: Mutex<Vec<(usize, u64, super::node::Hook)>>,
+    /// Tensors that asked `retain_grad()` while this node was their grad_fn.
+    pub retains: Mutex<Vec<(usize, Weak<MetaCell>)>>,
+    pub pre_hooks: Mutex<Vec<(u64, NodePreHook)>>,
+    pub post_hooks: Mutex<Vec<(u64, NodeHook)>>,
+    /// Anomaly mode: where the forward op was called.
+    pub trace: Option<String>,
+    /// The binding's Python object for this node (borrowed pointer, kept current by it).
+    pub py_object: AtomicUsize,
+}
+
+impl Node {
+    pub fn new(name: impl Into<Cow<'static, str>>, next: Vec<Edge>, inputs: Vec<InputMeta>, num_outputs: usize, body: Box<dyn Backward>) -> Arc<Node> {
+        Node::with_seq(name, next, inputs, num_outputs, body, NEXT_SEQ.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub fn with_seq(name: impl Into<Cow<'static, str>>, next: Vec<Edge>, inputs: Vec<InputMeta>, num_outputs: usize, body: Box<dyn Backward>, seq: u64) -> Arc<Node> {
+        let trace = if super::mode::is_anomaly_enabled() { Some(super::mode::current_trace()) } else { None };
+        Arc::new(Node {
+            name: name.into(),
+            seq,
+            next,
+            inputs,
+            num_outputs,
+            body: Mutex::new(body),
+            tensor_hooks: Mutex::new(Vec::new()),
+            retains: Mutex::new(Vec::new()),
+            pre_hooks: Mutex::new(Vec::new()),
+            post_hooks: Mutex::new(Vec::new()),
+            trace,
+            py_object: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn body(&self) -> MutexGuard<'_, Box<dyn Backward>> {
+        self.body.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        self.body().apply(self, grads)
+    }
+
+    pub fn release(&self) {
+        self.body().release()
+    }
+
+    /// The leaf an AccumulateGrad node accumulates into.
+    pub fn variable(&self) -> Option<Tensor> {
+        self.body().as_any().downcast_ref::<super::accumulate::AccumulateGrad>().map(|a| a.variable.clone())
+    }
+
+    /// How errors name this node in 2.13: `MulBackward0` -> `Mul`, `MaxBackward1` -> `Max1`,
+    /// a custom `MyFnBackward` -> `MyFn`; C++ nodes (`torch::autograd::CopySlices`) unchanged.
+    pub fn forward_op_name(&self) -> String {
+        forward_op_name(&self.name)
+    }
+}
+
+pub fn forward_op_name(name: &str) -> String {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let stem = &name[..name.len() - digits];
+    match stem.strip_suffix("Backward") {
+        Some(op) if !op.is_empty() => {
+            let n = &name[name.len() - digits..];
+            if n == "0" { op.to_string() } else { format!("{}{}", op, n) }
+        }
+        _ => name.to_string(),
+    }
+}
+
+static NEXT_HOOK_ID: AtomicU64 = AtomicU64::new(1);
+pub fn next_hook_id() -> u64 {
+    NEXT_HOOK_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A view of the arguments a formula works with.
+pub struct Ctx<'a> {
+    pub grads: &'a [Option<Tensor>],
+    pub saved: Vec<Tensor>,
+    /// Which forward inputs need a gradient (torch's `needs_input_grad` / `should_compute_output`).
+    pub needs: Vec<bool>,
+    pub inputs: &'a [InputMeta],
+}
+
+impl Ctx<'_> {
+    /// The gradient of output 0 (single-output formulas are only run when it exists).
+    pub fn grad(&self) -> &Tensor {
+        self.grads[0].as_ref().expect("engine runs a node only when a gradient reached it")
+    }
+    pub fn saved(&self, i: usize) -> &Tensor {
+        &self.saved[i]
+    }
+    pub fn needs(&self, i: usize) -> bool {
+        self.needs[i]
+    }
+}
+
+pub type Formula = Box<dyn FnMut(&Ctx) -> Result<Vec<Option<Tensor>>> + Send>;
+
+/// The common node body: saved tensors plus a formula closure (which may also capture numbers,
+/// shapes and dims it needs).
+pub struct FnBackward {
+    pub saved: Vec<(&'static str, SavedTensor)>,
+    pub values: Vec<(&'static str, String)>,
+    pub formula: Formula,
+}
+
+impl Backward for FnBackward {
+    fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let saved = self.saved.iter().map(|(_, s)| s.unpack(node)).collect::<Result<Vec<_>>>()?;
+        let needs = node.next.iter().map(|e| e.is_some()).collect();
+        let ctx = Ctx { grads: &grads, saved, needs, inputs: &node.inputs };
+        (self.formula)(&ctx)
+    }
+    fn release(&mut self) {
+        for (_, s) in &mut self.saved {
+            s.release();
+        }
+    }
+    fn saved(&self) -> Vec<(&'static str, &SavedTensor)> {
+        self.saved.iter().map(|(n, s)| (*n, s)).collect()
+    }
+    fn saved_values(&self) -> Vec<(&'static str, String)> {
+        self.values.clone()
+    }
+    fn link_producer(&mut self, node: &Arc<Node>) {
+        for (_, s) in &mut self.saved {
+            s.set_producer(node);
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

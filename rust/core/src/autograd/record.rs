@@ -1,0 +1,166 @@
+//! Recording an op into the graph: the one helper every differentiable op uses.
+//!
+//! An op first asks `Recorder::new(inputs)`; `None` means nothing to record (grad mode off, or
+//! no input requires grad) and the op returns its plain result. Otherwise the op decides what
+//! to save (`rec.needs(i)` tells which input gradients will be asked for, R13), then calls
+//! `finish` with its outputs, saved tensors and formula. In-place ops use `Recorder::inplace`,
+//! which also runs the leaf/view checks before anything is written (R22-R24, R38-R43).
+
+use super::inplace;
+use super::meta::CreationMeta;
+use super::mode;
+use super::node::{Edge, FnBackward, Formula, InputMeta, Node};
+use super::saved::SavedTensor;
+use crate::error::Result;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+pub struct Recorder {
+    edges: Vec<Edge>,
+    inputs: Vec<InputMeta>,
+    saved: Vec<(&'static str, SavedTensor)>,
+    values: Vec<(&'static str, String)>,
+}
+
+fn input_meta(t: Option<&Tensor>) -> InputMeta {
+    match t {
+        Some(t) => InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() },
+        None => InputMeta { shape: Vec::new(), dtype: crate::DType::Float32 },
+    }
+}
+
+/// Grad mode on and some input requires grad: the op must record.
+pub fn should_record(inputs: &[Option<&Tensor>]) -> bool {
+    mode::is_grad_enabled() && inputs.iter().flatten().any(|t| t.requires_grad())
+}
+
+impl Recorder {
+    /// For an out-of-place op over `inputs` (None for arguments that are not tensors).
+    pub fn new(inputs: &[Option<&Tensor>]) -> Result<Option<Recorder>> {
+        if !should_record(inputs) {
+            return Ok(None);
+        }
+        let edges = inputs
+            .iter()
+            .map(|t| match t {
+                Some(t) if t.requires_grad() && t.dtype().is_floating() => t.gradient_edge(),
+                _ => Ok(Edge::none()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Recorder { edges, inputs: inputs.iter().map(|t| input_meta(*t)).collect(), saved: Vec::new(), values: Vec::new() }))
+    }
+
+    /// For an in-place op on `self_` with further `operands`. Checks the in-place rules first
+    /// (an error here means nothing was written); edge 0 is self's history before the write.
+    pub fn inplace(self_: &Tensor, operands: &[Option<&Tensor>]) -> Result<Option<Recorder>> {
+        let mut all: Vec<Option<&Tensor>> = vec![Some(self_)];
+        all.extend_from_slice(operands);
+        let record = should_record(&all);
+        inplace::check_inplace(self_, record)?;
+        if !record {
+            return Ok(None);
+        }
+        Recorder::new(&all)
+    }
+
+    /// Does input `i`'s gradient need computing?
+    pub fn needs(&self, i: usize) -> bool {
+        self.edges.get(i).is_some_and(|e| e.is_some())
+    }
+
+    pub fn any_needs(&self) -> bool {
+        self.edges.iter().any(|e| e.is_some())
+    }
+
+    /// Saves a forward input under torch's name (`self`, `other`, `mat2`...).
+    pub fn save(&mut self, name: &'static str, t: &Tensor) -> Result<()> {
+        self.saved.push((name, SavedTensor::input(t)?));
+        Ok(())
+    }
+
+    /// Saves output `nr` of this op (the `result` of derivatives.yaml).
+    pub fn save_output(&mut self, name: &'static str, t: &Tensor, nr: usize) {
+        self.saved.push((name, SavedTensor::output(t, nr)));
+    }
+
+    /// A non-tensor argument shown as `grad_fn._saved_<name>`.
+    pub fn value(&mut self, name: &'static str, v: impl ToString) {
+        self.values.push((name, v.to_string()));
+    }
+
+    fn node(self, name: &'static str, num_outputs: usize, formula: Formula) -> Arc<Node> {
+        let body = FnBackward { saved: self.saved, values: self.values, formula };
+        let node = Node::new(name, self.edges, self.inputs, num_outputs, Box::new(body));
+        node.body().link_producer(&node);
+        node
+    }
+
+    /// Records an out-of-place op: each floating output becomes output i of the new node.
+    pub fn finish(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Arc<Node> {
+        let node = self.node(name, outputs.len(), formula);
+        for (i, o) in outputs.iter().enumerate() {
+            if o.dtype().is_floating() {
+                o.set_gradient_edge(node.clone(), i);
+            }
+        }
+        node
+    }
+
+    /// Records a view op whose outputs are views of the input (multi-output ops mark them so
+    /// they refuse in-place use, R38).
+    pub fn finish_views(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Arc<Node> {
+        let multi = outputs.len() > 1 || name.starts_with("Split") || name.starts_with("Unbind");
+        let node = self.finish(name, outputs, formula);
+        if multi {
+            for o in outputs {
+                mark_creation(o, CreationMeta::MultiOutputNode);
+            }
+        }
+        node
+    }
+
+    /// Records an in-place op on `self_` (already written): its history is rebased onto the
+    /// new node (R28) or, for a view, onto a CopySlices node of its base (R32).
+    pub fn finish_inplace(self, name: &'static str, self_: &Tensor, formula: Formula) -> Result<()> {
+        let node = self.node(name, 1, formula);
+        inplace::rebase_history(self_, node)
+    }
+}
+
+/// Sets how a view was created (multi-output ops, custom Functions).
+pub fn mark_creation(t: &Tensor, creation: CreationMeta) {
+    let mut m = t.meta.lock();
+    if let Some(v) = m.view.as_mut() {
+        // A special meta inherited from the base wins over the default (torch's propagation).
+        if v.creation == CreationMeta::Default || creation == CreationMeta::MultiOutputNode {
+            v.creation = creation;
+        }
+    }
+}
+
+/// Records a view op whose backward is "scatter the gradient into zeros shaped like the input
+/// through the same view" (slice, select, narrow, diagonal, as_strided, unbind, split...).
+/// `view_fn` must map a fresh contiguous tensor shaped like the input to the same view.
+pub fn record_view(
+    name: &'static str,
+    input: &Tensor,
+    outputs: &[&Tensor],
+    view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
+) -> Result<()> {
+    let Some(rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    let shape = input.shape().to_vec();
+    let dtype = input.dtype();
+    let n = outputs.len();
+    let formula: Formula = Box::new(move |ctx| {
+        let grad_input = crate::ops::copy::zeros_raw(&shape, dtype);
+        let parts = view_fn(&grad_input)?;
+        for (i, part) in parts.iter().enumerate().take(n) {
+            if let Some(g) = &ctx.grads[i] {
+                crate::ops::copy::copy_(part, g)?;
+            }
+        }
+        Ok(vec![Some(grad_input)])
+    });
+    rec.finish_views(name, outputs, formula);
+    Ok(())
+}
