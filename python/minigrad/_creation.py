@@ -194,7 +194,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     else:
         out = _from_python(data, dtype)
     if requires_grad:
-        out.requires_grad_(True)
+        out._requires_grad_factory()
     return out
 
 
@@ -384,7 +384,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
 
 def _grad(t, requires_grad):
     if requires_grad:
-        t.requires_grad_(True)
+        t._requires_grad_factory()
     return t
 
 

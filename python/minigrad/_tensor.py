@@ -111,6 +111,41 @@ class Tensor(*MIXINS, _C.TensorBase):
     # NumPy defers binary operators to tensors (`np.float64(2) * t` is a tensor), as with torch
     __array_priority__ = 1000
 
+    # ----- autograd -----
+
+    @property
+    def grad(self):
+        """The accumulated gradient (leaves, and non-leaves that called retain_grad())."""
+        if not self.is_leaf and not self.retains_grad and self.requires_grad:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                "by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
+                "for more information.",
+                UserWarning, stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulates d(self)/d(leaf) into every leaf's `.grad` (see minigrad.autograd.backward)."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """`hook(grad)` runs when this tensor's gradient is computed; it may return a new one."""
+        from .autograd.graph import RemovableHandle
+        return RemovableHandle(self, self._register_hook(hook))
+
     def __array_wrap__(self, array, context=None, return_scalar=False):
         """Results of NumPy functions on tensors come back as tensors (`np.sin(t)`)."""
         from ._creation import from_numpy

@@ -27,30 +27,33 @@ pub fn _set_classes(py: Python<'_>, tensor: Bound<'_, PyType>, size: Bound<'_, P
     Ok(())
 }
 
-/// Wraps a core tensor in a new Python `minigrad.Tensor`.
+/// The Python object for a core tensor: the one already made for this tensor if it is still
+/// alive (its address is kept in the tensor's autograd meta), so a tensor met twice is one
+/// object (`x.grad is x.grad`, `v._base is x`); otherwise a new `minigrad.Tensor`.
 pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
-    wrap_with_base(py, t, None)
-}
-
-/// Wraps a view; `base` is the Python object `_base` reports (the root of the view chain).
-pub fn wrap_with_base(py: Python<'_>, t: Tensor, base: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    let existing = t.meta.lock().py_object;
+    if existing != 0 {
+        // SAFETY: the slot holds the address of a live TensorBase object: it is set below when
+        // the object is made and cleared by that object's Drop (both under the GIL), so a
+        // non-zero value always names a live object; we take a new strong reference to it.
+        let obj = unsafe { Bound::<PyAny>::from_borrowed_ptr(py, existing as *mut pyo3::ffi::PyObject).unbind() };
+        return Ok(obj);
+    }
     let cls = TENSOR_CLASS.get(py).ok_or_else(|| type_err("minigrad._C used before minigrad was imported"))?;
+    let meta = t.meta.clone();
     PENDING.with(|p| *p.borrow_mut() = Some(t));
     let obj = cls.bind(py).call0()?;
-    if base.is_some() {
-        let b: Bound<'_, TensorBase> = obj.cast::<TensorBase>()?.clone();
-        b.borrow_mut().base = base;
+    let addr = obj.as_ptr() as usize;
+    if let Ok(b) = obj.cast::<TensorBase>() {
+        b.borrow_mut().self_addr = addr;
     }
+    meta.lock().py_object = addr;
     Ok(obj.unbind())
 }
 
-/// Wraps a view of `of`, recording the root base object.
-pub fn wrap_view(py: Python<'_>, t: Tensor, of: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
-    let root = match &of.borrow().base {
-        Some(b) => b.clone_ref(py),
-        None => of.clone().into_any().unbind(),
-    };
-    wrap_with_base(py, t, Some(root))
+/// Kept for call sites that wrap views: the base is now recorded in the core tensor itself.
+pub fn wrap_view(py: Python<'_>, t: Tensor, _of: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
+    wrap(py, t)
 }
 
 pub fn make_size(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {

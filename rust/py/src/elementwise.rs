@@ -173,7 +173,12 @@ pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, P
             _ => None,
         };
         let (lo, hi) = (as_t(lo), as_t(hi));
-        run(py, t.numel(), move || binops::clamp_tensor(&t, lo.as_ref(), hi.as_ref(), inplace))?
+        let node = match (name, lo.is_some(), hi.is_some()) {
+            ("clamp_min", _, _) => "ClampMinBackward1",
+            ("clamp_max", _, _) => "ClampMaxBackward1",
+            _ => "ClampBackward0",
+        };
+        run(py, t.numel(), move || binops::clamp_tensor(&t, lo.as_ref(), hi.as_ref(), inplace, node))?
     } else {
         let mut kinds = Vec::new();
         let mut as_s = |b: ClampBound| -> PyResult<Option<Scalar>> {
@@ -211,7 +216,12 @@ pub fn clamp(py: Python<'_>, x: &Bound<'_, TensorBase>, min: Option<&Bound<'_, P
                 why
             )));
         }
-        run(py, t.numel(), move || binops::clamp_scalar(&t, lo, hi, inplace))?
+        let node = match name {
+            "clamp_min" => "ClampMinBackward0",
+            "clamp_max" => "ClampMaxBackward0",
+            _ => "ClampBackward1",
+        };
+        run(py, t.numel(), move || binops::clamp_scalar(&t, lo, hi, inplace, node))?
     };
     if inplace {
         return Ok(x.clone().into_any().unbind());
@@ -235,27 +245,27 @@ pub fn masked_fill(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_, P
 /// `fill_(value)`: value is a number or a 0-d tensor.
 #[pyfunction]
 pub fn fill_(py: Python<'_>, x: &Bound<'_, TensorBase>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let v = match to_arg(value, "fill_")? {
-        Arg::Scalar(s) => s,
-        Arg::Tensor(t) => {
-            if t.ndim() != 0 {
+    let t = x.borrow().t.clone();
+    match to_arg(value, "fill_")? {
+        Arg::Scalar(v) => run(py, t.numel(), move || copy::fill_(&t, v))?,
+        Arg::Tensor(v) => {
+            if v.ndim() != 0 {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
                     "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
-                    t.ndim()
+                    v.ndim()
                 )));
             }
-            t.item().map_err(crate::errors::to_py)?
+            run(py, t.numel(), move || copy::fill_tensor_(&t, &v))?
         }
     };
-    let t = x.borrow().t.clone();
-    run(py, t.numel(), move || copy::fill_(&t, v))?;
     Ok(x.clone().into_any().unbind())
 }
 
 #[pyfunction]
 pub fn zero_(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
-    let zero = 0i64.into_pyobject(py)?;
-    fill_(py, x, zero.as_any())
+    let t = x.borrow().t.clone();
+    run(py, t.numel(), move || copy::zero_(&t))?;
+    Ok(x.clone().into_any().unbind())
 }
 
 /// `copy_(src)`: broadcasts src to self's shape and casts to self's dtype.
@@ -282,7 +292,7 @@ pub fn to_dtype_(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, Py
     if d == t.dtype() && !copy {
         return Ok(x.clone().into_any().unbind());
     }
-    let out = run(py, t.numel(), move || Ok(if copy && d == t.dtype() { copy::clone(&t) } else { copy::to_dtype(&t, d) }))?;
+    let out = run(py, t.numel(), move || if copy && d == t.dtype() { copy::clone(&t) } else { copy::to_dtype(&t, d) })?;
     wrap(py, out)
 }
 

@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod autograd;
 mod convert;
 mod creation;
 mod dtype;
@@ -32,5 +33,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reduce::register(m)?;
     linalg::register(m)?;
     indexing::register(m)?;
+    autograd::register(m)?;
     Ok(())
 }

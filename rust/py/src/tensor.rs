@@ -1,6 +1,7 @@
-//! `TensorBase`: the Rust half of `minigrad.Tensor`. It holds a core tensor value and, for
-//! views, the Python object of the root base (so `v._base is x`, as in torch). This file holds
-//! metadata and view methods; op families live in `methods_*.rs`.
+//! `TensorBase`: the Rust half of `minigrad.Tensor`. It holds a core tensor handle; the core
+//! tensor's autograd meta remembers this object, so every path back to the same tensor returns
+//! the same Python object. This file holds metadata and view methods; autograd attributes live
+//! in `autograd.rs`, op families in their own files.
 
 use crate::convert::{int_arg, int_list_arg, is_int_like, make_size, opt_int_arg, sizes_arg, tensor_of, wrap, wrap_view, PENDING};
 use crate::dtype::PyDType;
@@ -19,8 +20,18 @@ use pyo3::types::{PyList, PyTuple};
 #[pyclass(name = "TensorBase", module = "minigrad._C", subclass)]
 pub struct TensorBase {
     pub t: Tensor,
-    /// Root base object for views (None for non-views).
-    pub base: Option<Py<PyAny>>,
+    /// This object's own address, as stored in the core tensor's `py_object` slot.
+    pub self_addr: usize,
+}
+
+impl Drop for TensorBase {
+    /// Clears the core tensor's pointer to this object (only if it still points here).
+    fn drop(&mut self) {
+        let mut m = self.t.meta.lock();
+        if m.py_object == self.self_addr {
+            m.py_object = 0;
+        }
+    }
 }
 
 
@@ -38,7 +49,7 @@ impl TensorBase {
     #[pyo3(signature = (*_args, **_kwargs))]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> Self {
         let t = PENDING.with(|p| p.borrow_mut().take()).unwrap_or_else(|| Tensor::empty(&[0], DType::Float32));
-        TensorBase { t, base: None }
+        TensorBase { t, self_addr: 0 }
     }
 
     // ----- metadata -----
@@ -124,11 +135,11 @@ impl TensorBase {
         self.t.version()
     }
     #[getter]
-    fn _base(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.base.as_ref().map(|b| b.clone_ref(py))
+    fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.t.base().map(|b| crate::convert::wrap(py, b)).transpose()
     }
     fn _is_view(&self) -> bool {
-        self.base.is_some()
+        self.t.is_view()
     }
     /// True when both tensors use the same storage (for tests and the memory tools).
     fn _shares_storage(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -386,7 +397,7 @@ impl TensorBase {
             return Ok(slf.clone().into_any().unbind());
         }
         let n = slf.borrow().t.numel();
-        let t = with_t(slf, n, |x| Ok(copy::contiguous(x)))?;
+        let t = with_t(slf, n, copy::contiguous)?;
         wrap(slf.py(), t)
     }
 
@@ -394,7 +405,7 @@ impl TensorBase {
     fn clone(slf: &Bound<'_, Self>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         no_memory_format(memory_format, "clone")?;
         let n = slf.borrow().t.numel();
-        let t = with_t(slf, n, |x| Ok(copy::clone(x)))?;
+        let t = with_t(slf, n, copy::clone)?;
         wrap(slf.py(), t)
     }
 
@@ -402,10 +413,6 @@ impl TensorBase {
     fn detach(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = slf.borrow().t.alias();
         wrap(slf.py(), t)
-    }
-
-    fn detach_(slf: &Bound<'_, Self>) -> Py<PyAny> {
-        slf.clone().into_any().unbind()
     }
 
     /// `.data`: same memory, a fresh version counter (R7).
@@ -420,7 +427,7 @@ impl TensorBase {
     fn set_data(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let src = tensor_of(value, "data")?;
         let mut me = slf.borrow_mut();
-        me.t = Tensor { storage: src.storage.clone(), layout: src.layout.clone(), version: me.t.version.clone(), is_view: me.t.is_view };
+        me.t = Tensor { storage: src.storage.clone(), layout: src.layout.clone(), version: me.t.version.clone(), meta: me.t.meta.clone() };
         Ok(())
     }
 
@@ -436,7 +443,7 @@ impl TensorBase {
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let t = copy::contiguous(&self.t);
+        let t = copy::contiguous_raw(&self.t);
         let flat: Vec<Py<PyAny>> = minigrad_core::dispatch!(t.dtype(), T => {
             t.to_vec::<T>().into_iter().map(|v| crate::convert::scalar_to_py(py, minigrad_core::element::Element::to_scalar(v))).collect::<PyResult<Vec<_>>>()?
         });

@@ -4,7 +4,7 @@
 
 use crate::errors::type_err;
 use crate::tensor::TensorBase;
-use minigrad_core::ops::copy::to_dtype;
+use minigrad_core::ops::copy::to_dtype_raw;
 use minigrad_core::ops::index::{conversion_overflow, value_tensor as number_tensor, Key, TensorIndex};
 use minigrad_core::{DType, Error, Scalar, Tensor};
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyTypeError, PyUserWarning, PyValueError};
@@ -196,7 +196,7 @@ fn sequence_to_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let t = wrapped.bind(py).cast::<TensorBase>()?.borrow().t.clone();
     Ok(match t.dtype() {
         DType::Bool | DType::Int64 => t,
-        _ => to_dtype(&t, DType::Int64),
+        _ => to_dtype_raw(&t, DType::Int64),
     })
 }
 
