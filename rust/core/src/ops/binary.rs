@@ -626,7 +626,7 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
     Ok(out)
 }
 
-/// `clamp_raw(min, max)` with tensor or number bounds (either may be absent, not both): tensor
+/// `clamp(min, max)` with tensor or number bounds (either may be absent, not both): tensor
 /// bounds take `clamp_tensor`, numbers (and 0-d tensors mixed with numbers) `clamp_scalar`.
 pub fn clamp_raw(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
     let number = |a: &Arg| matches!(a, Arg::Scalar(_));
@@ -647,7 +647,7 @@ pub fn clamp_raw(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: boo
     clamp_tensor_raw(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place)
 }
 
-/// `masked_fill_raw(mask, value)`; in place writes through the write path.
+/// `masked_fill(mask, value)`; in place writes through the write path.
 pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
     let v = match value {
         Arg::Scalar(s) => *s,

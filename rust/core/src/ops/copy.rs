@@ -38,7 +38,7 @@ pub fn contiguous_raw(t: &Tensor) -> Tensor {
     }
 }
 
-/// torch's `preserve_format` layout for a new tensor like `t` (`clone_raw()`, `to(dtype)`, `*_like`):
+/// torch's `preserve_format` layout for a new tensor like `t` (`clone()`, `to(dtype)`, `*_like`):
 /// `t`'s own strides when it is non-overlapping and dense, else dense strides in `t`'s dim order.
 pub use crate::ops::iter_layout::{is_non_overlapping_and_dense, iterator_layout, preserve_format};
 
@@ -76,7 +76,7 @@ pub fn copy_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
     })
 }
 
-/// `fill_inplace_raw(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
+/// `fill_(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
 /// same value), so the write goes to the distinct elements: dims of stride 0 are dropped first.
 pub fn fill_inplace_raw(dst: &Tensor, value: Scalar) -> Result<()> {
     let mut distinct = dst.layout.clone();
@@ -99,7 +99,7 @@ pub fn empty_with_layout(layout: &Layout, dtype: DType) -> Tensor {
     Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() }
 }
 
-/// `clone_raw()`: new memory, fresh version counter, torch's preserve_format strides.
+/// `clone()`: new memory, fresh version counter, torch's preserve_format strides.
 pub fn clone_raw(t: &Tensor) -> Tensor {
     let out = empty_with_layout(&preserved_layout(t), t.dtype());
     copy_kernel(&out, t);
@@ -247,7 +247,7 @@ mod tests {
         Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: 0 }
     }
 
-    // Expected strides below were read off torch 2.13 (clone_raw(), exp(), a + b).
+    // Expected strides below were read off torch 2.13 (clone(), exp(), a + b).
     #[test]
     fn preserve_format_like_torch() {
         // dense: kept exactly, size-1 strides included

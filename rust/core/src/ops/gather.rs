@@ -1,5 +1,5 @@
-//! Gathering and scattering along a dim: `gather`, `scatter_raw(_)`, `scatter_add_raw(_)`,
-//! `index_select`, `index_add_raw(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
+//! Gathering and scattering along a dim: `gather`, `scatter(_)`, `scatter_add(_)`,
+//! `index_select`, `index_add(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
 //!
 //! Every index is checked before anything is written, so a bad index raises torch's error
 //! and leaves the destination untouched (torch may have written part of it by then). The
@@ -81,14 +81,14 @@ fn destination(x: &Tensor, in_place: bool) -> Tensor {
 
 // ----- gather -----
 
-/// `gather_raw(self, dim, index)`: `out[i][j][k] = self[i][index[i][j][k]][k]` for dim 1.
+/// `gather(self, dim, index)`: `out[i][j][k] = self[i][index[i][j][k]][k]` for dim 1.
 pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     if index.numel() == 0 {
         return Ok(Tensor::empty(index.shape(), x.dtype()));
     }
     if !is_index_dtype(index) {
-        return Err(Error::Runtime("gather_raw(): Expected dtype int32/int64 for index".into()));
+        return Err(Error::Runtime("gather(): Expected dtype int32/int64 for index".into()));
     }
     if ne_dim(x) != ne_dim(index) {
         return Err(Error::Runtime("Index tensor must have the same number of dimensions as input tensor".into()));
@@ -214,7 +214,7 @@ fn scatter_shape_check(x: &Tensor, d: usize, index: &Tensor, src: Option<&Tensor
     Ok(())
 }
 
-/// `scatter_raw(self, dim, index, src|value, reduce=None)`; in place when `in_place`.
+/// `scatter(self, dim, index, src|value, reduce=None)`; in place when `in_place`.
 pub fn scatter_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Option<&str>, in_place: bool) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let src_t = match src {
@@ -222,10 +222,10 @@ pub fn scatter_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: O
         Source::Value(_) => None,
     };
     if index.numel() != 0 && !is_index_dtype(index) {
-        return Err(Error::Runtime("scatter_raw(): Expected dtype int32/int64 for index".into()));
+        return Err(Error::Runtime("scatter(): Expected dtype int32/int64 for index".into()));
     }
     if src_t.is_some_and(|s| s.dtype() != x.dtype()) {
-        return Err(Error::Runtime("scatter_raw(): Expected self.dtype to be equal to src.dtype".into()));
+        return Err(Error::Runtime("scatter(): Expected self.dtype to be equal to src.dtype".into()));
     }
     scatter_shape_check(x, d, index, src_t)?;
     if in_place {
@@ -237,7 +237,7 @@ pub fn scatter_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: O
     scatter_into(x, d, index, src, reduce, in_place)
 }
 
-/// `scatter_add_raw(self, dim, index, src)`; in place when `in_place`.
+/// `scatter_add(self, dim, index, src)`; in place when `in_place`.
 pub fn scatter_add_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place: bool) -> Result<Tensor> {
     scatter_raw(x, dim, index, &Source::Tensor(src.clone()), Some("add"), in_place)
 }
@@ -325,18 +325,18 @@ fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides
 
 // ----- index_select / index_add -----
 
-/// `index_select_raw(self, dim, index)`: slices of `self` along `dim`, picked by a 1-D index.
+/// `index_select(self, dim, index)`: slices of `self` along `dim`, picked by a 1-D index.
 pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let numel = index.numel();
     if index.ndim() > 1 {
-        return Err(Error::Index("index_select_raw(): Index is supposed to be a vector".into()));
+        return Err(Error::Index("index_select(): Index is supposed to be a vector".into()));
     }
     if x.ndim() == 0 && numel != 1 {
-        return Err(Error::Runtime(format!("index_select_raw(): Index to scalar can have only 1 value, got {} value(s)", numel)));
+        return Err(Error::Runtime(format!("index_select(): Index to scalar can have only 1 value, got {} value(s)", numel)));
     }
     if !is_index_dtype(index) {
-        return Err(Error::Runtime("index_select_raw(): Expected dtype int32 or int64 for index".into()));
+        return Err(Error::Runtime("index_select(): Expected dtype int32 or int64 for index".into()));
     }
     let mut shape = x.shape().to_vec();
     if x.ndim() > 0 {
@@ -355,7 +355,7 @@ pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
         let size = x.shape()[d];
         if x.numel() == 0 {
             if size == 0 {
-                return Err(Error::Runtime("index_select_raw(): self indexing axis dim should be positive".into()));
+                return Err(Error::Runtime("index_select(): self indexing axis dim should be positive".into()));
             }
             return match first_bad(&vals, size) {
                 Some(v) => Err(range_error(v, size)),
@@ -372,7 +372,7 @@ pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     Ok(out)
 }
 
-/// `index_add_raw(self, dim, index, source, alpha=1)`: `self[index[i]] += alpha * source[i]` along
+/// `index_add(self, dim, index, source, alpha=1)`: `self[index[i]] += alpha * source[i]` along
 /// `dim`; in place when `in_place`.
 pub fn index_add_raw(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar, in_place: bool) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;

@@ -92,7 +92,7 @@ fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a
     Ok(out)
 }
 
-/// `mm_raw(self, mat2)`: (m×k)·(k×n).
+/// `mm(self, mat2)`: (m×k)·(k×n).
 pub fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 2 {
         return Err(Error::Runtime("self must be a matrix".into()));
@@ -118,7 +118,7 @@ pub fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product(&[m, n], &[], m, n, k, &Operand::matrix(a, sa[0], sa[1]), &Operand::matrix(b, sb[0], sb[1]), a.dtype())
 }
 
-/// `mv_raw(self, vec)`: (m×k)·(k).
+/// `mv(self, vec)`: (m×k)·(k).
 pub fn mv_raw(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     if a.ndim() != 2 || v.ndim() != 1 {
         return Err(Error::Runtime(format!("vector + matrix @ vector expected, got 1, {}, {}", a.ndim(), v.ndim())));
@@ -146,7 +146,7 @@ pub fn mv_raw(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     product(&[m], &[], m, 1, k, &Operand::matrix(a, sa[0], sa[1]), &Operand::matrix(v, v.strides()[0], 0), a.dtype())
 }
 
-/// `dot_raw(self, tensor)`: the inner product of two vectors, a 0-d tensor.
+/// `dot(self, tensor)`: the inner product of two vectors, a 0-d tensor.
 pub fn dot_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 1 || b.ndim() != 1 {
         return Err(Error::Runtime(format!("1D tensors expected, but got {}D and {}D tensors", a.ndim(), b.ndim())));
@@ -172,7 +172,7 @@ pub fn dot_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     product(&[], &[], 1, 1, n, &Operand::matrix(a, 0, a.strides()[0]), &Operand::matrix(b, b.strides()[0], 0), a.dtype())
 }
 
-/// `bmm_raw(self, mat2)`: (B×m×k)·(B×k×n).
+/// `bmm(self, mat2)`: (B×m×k)·(B×k×n).
 pub fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 3 {
         return Err(Error::Runtime("batch1 must be a 3D tensor".into()));
@@ -242,7 +242,7 @@ fn reshaped(t: Tensor, shape: &[usize]) -> Tensor {
     Tensor { layout: Layout { shape: shape.to_vec(), strides, offset: t.layout.offset }, ..t }
 }
 
-/// `matmul_raw(self, other)` with torch's rank rules.
+/// `matmul(self, other)` with torch's rank rules.
 pub fn matmul_raw(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
     let (d1, d2) = (t1.ndim(), t2.ndim());
     if d1 == 0 || d2 == 0 {

@@ -101,7 +101,7 @@ enum DimCheck {
 }
 
 /// The reduced-dims mask for `dims`. `None` reduces every dim; so does an empty list when
-/// `empty_is_all` (sum_raw(dim=()) reduces all, all(dim=()) reduces none).
+/// `empty_is_all` (sum(dim=()) reduces all, all(dim=()) reduces none).
 fn dim_mask(dims: Option<&[i64]>, ndim: usize, empty_is_all: bool, check: DimCheck) -> Result<Vec<bool>> {
     let dims = match dims {
         None => return Ok(vec![true; ndim]),
@@ -161,14 +161,14 @@ fn out_ptr<T: Element>(t: &Tensor) -> *mut T {
 
 // ----- sum, mean, prod -----
 
-/// `sum_raw(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
+/// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
 pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
     let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
     Ok(sum_prod::<false>(x, &mask, keepdim, out_dtype, false))
 }
 
-/// `prod_raw()` or `prod_raw(dim, keepdim)`, with sum's dtype rule.
+/// `prod()` or `prod(dim, keepdim)`, with sum's dtype rule.
 pub fn prod_raw(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let dims: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let mask = dim_mask(dims.as_deref(), x.ndim(), true, DimCheck::WrapAllFirst)?;
@@ -176,7 +176,7 @@ pub fn prod_raw(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType
     Ok(sum_prod::<true>(x, &mask, keepdim && dim.is_some(), out_dtype, false))
 }
 
-/// `mean_raw(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
+/// `mean(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
 pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let (what, d) = match dtype {
         Some(d) => ("Optional", d),
@@ -184,7 +184,7 @@ pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<D
     };
     if !d.is_floating() {
         return Err(Error::Runtime(format!(
-            "mean_raw(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
+            "mean(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
             what,
             d.scalar_type_name()
         )));
@@ -224,7 +224,7 @@ fn zero_numel_check(x: &Tensor, dims: &[i64], name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `amax_raw(dim=(), keepdim)` / `amin`: an empty `dims` reduces every dim.
+/// `amax(dim=(), keepdim)` / `amin`: an empty `dims` reduces every dim.
 pub fn amax_raw(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let op = if is_max { ReduceOp::Amax } else { ReduceOp::Amin };
     zero_numel_check(x, dims, op.name())?;
@@ -401,7 +401,7 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
 
 // ----- logsumexp -----
 
-/// `logsumexp_raw(dim, keepdim)`: integer inputs compute in the default float dtype.
+/// `logsumexp(dim, keepdim)`: integer inputs compute in the default float dtype.
 pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let x = if x.dtype().is_floating() { x.clone() } else { cast_input(x, DType::Float32) };
     let mask = dim_mask(Some(dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
@@ -453,7 +453,7 @@ pub fn count_nonzero(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 
 // ----- softmax, log_softmax -----
 
-/// `softmax_raw(dim, dtype=)` / `log_softmax` (`log`): the input is cast to `dtype` first; the
+/// `softmax(dim, dtype=)` / `log_softmax` (`log`): the input is cast to `dtype` first; the
 /// result is row-major like torch's.
 pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
     let w = wrap_dim(dim, x.ndim())?;
@@ -516,7 +516,7 @@ mod tests {
         assert_eq!(sum_raw(&i, Some(&[0]), true, Some(DType::Int32)).unwrap().shape(), &[1, 2]);
         assert_eq!(
             mean_raw(&i, None, false, None).unwrap_err().to_string(),
-            "mean_raw(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
         );
         assert_eq!(mean_raw(&i, None, false, Some(DType::Float64)).unwrap().to_vec::<f64>(), vec![2.5]);
         assert!(var_raw(&i, None, 1.0, false, false).is_err());

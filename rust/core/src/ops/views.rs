@@ -23,13 +23,13 @@ pub fn reshape_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
 }
 
-/// `flatten_raw(start_dim, end_dim)`. When the two dims are the same (and the tensor is not 0-d)
+/// `flatten(start_dim, end_dim)`. When the two dims are the same (and the tensor is not 0-d)
 /// torch returns the input itself; here that is a view with the same layout, and the binding
 /// returns the very object.
 pub fn flatten_raw(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let (s, e) = (wrap_dim(start_dim, t.ndim())?, wrap_dim(end_dim, t.ndim())?);
     if s > e {
-        return Err(Error::Runtime("flatten_raw() has invalid args: start_dim cannot come after end_dim".into()));
+        return Err(Error::Runtime("flatten() has invalid args: start_dim cannot come after end_dim".into()));
     }
     if t.ndim() == 0 {
         return reshape_raw(t, &[1]);
@@ -106,7 +106,7 @@ pub fn unbind_raw(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     (0..t.shape()[d]).map(|i| select_raw(t, d as i64, i as i64)).collect()
 }
 
-/// `split_raw(split_size, dim)`: pieces of `split_size` along `dim`, the last possibly smaller.
+/// `split(split_size, dim)`: pieces of `split_size` along `dim`, the last possibly smaller.
 pub fn split_raw(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     if t.ndim() == 0 {
         return Err(Error::Runtime("split expects at least a 1-dimensional tensor".into()));
@@ -131,7 +131,7 @@ pub fn split_raw(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
         .collect()
 }
 
-/// `split_raw(sizes, dim)` with explicit section sizes (`split_with_sizes`).
+/// `split(sizes, dim)` with explicit section sizes (`split_with_sizes`).
 pub fn split_with_sizes_raw(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     if t.ndim() == 0 {
         return Err(Error::Runtime("split expects at least a 1-dimensional tensor".into()));
