@@ -131,8 +131,11 @@ impl TensorBase {
         self.t.dtype().is_floating()
     }
     #[getter]
-    fn _version(&self) -> u64 {
-        self.t.version()
+    fn _version(&self) -> PyResult<u64> {
+        if self.t.is_inference() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("Inference tensors do not track version counter."));
+        }
+        Ok(self.t.version())
     }
     #[getter]
     fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
@@ -350,26 +353,26 @@ impl TensorBase {
             minigrad_core::Error::Runtime(m) => minigrad_core::Error::Runtime(m.replacen("t()", "t_()", 1)),
             other => other,
         }))?;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::T)
     }
 
     fn transpose_(slf: &Bound<'_, Self>, dim0: &Bound<'_, PyAny>, dim1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let (dim0, dim1) = (int_arg(dim0, "transpose_", "dim0", 1)?, int_arg(dim1, "transpose_", "dim1", 2)?);
         let layout = slf.borrow().t.layout.transpose(dim0, dim1).map_err(crate::errors::to_py)?;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::Transpose(dim0, dim1))
     }
 
     fn swapaxes_(slf: &Bound<'_, Self>, axis0: &Bound<'_, PyAny>, axis1: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let (a, b) = (int_arg(axis0, "swapaxes_", "axis0", 1)?, int_arg(axis1, "swapaxes_", "axis1", 2)?);
         let layout = slf.borrow().t.layout.transpose(a, b).map_err(crate::errors::to_py)?;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::Transpose(a, b))
     }
 
     #[pyo3(signature = (size, stride, storage_offset=None))]
     fn as_strided_(slf: &Bound<'_, Self>, size: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>, storage_offset: Option<i64>) -> PyResult<Py<PyAny>> {
         let (size, stride) = (int_list_arg(size, "as_strided_", "size", 1)?, int_list_arg(stride, "as_strided_", "stride", 2)?);
         let layout = with_t(slf, 0, |x| views::as_strided(x, &size, &stride, storage_offset))?.layout;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::AsStrided)
     }
 
     #[pyo3(signature = (dim=None))]
@@ -379,13 +382,13 @@ impl TensorBase {
             Some(d) => Some(int_list_arg(d, "squeeze_", "dim", 1)?),
         };
         let layout = slf.borrow().t.layout.squeeze(dims.as_deref()).map_err(crate::errors::to_py)?;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::Reshape("SqueezeBackward3"))
     }
 
     fn unsqueeze_(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let dim = int_arg(dim, "unsqueeze_", "dim", 1)?;
         let layout = slf.borrow().t.layout.unsqueeze(dim).map_err(crate::errors::to_py)?;
-        set_layout(slf, layout)
+        set_layout(slf, layout, InplaceView::Reshape("UnsqueezeBackward1"))
     }
 
     // ----- copies and aliases -----
@@ -500,11 +503,39 @@ fn wrap_maybe_view(slf: &Bound<'_, TensorBase>, t: Tensor) -> PyResult<Py<PyAny>
     }
 }
 
-fn set_layout(slf: &Bound<'_, TensorBase>, layout: minigrad_core::layout::Layout) -> PyResult<Py<PyAny>> {
-    {
+/// The in-place view ops, for their autograd node.
+#[derive(Clone, Copy)]
+enum InplaceView {
+    T,
+    Transpose(i64, i64),
+    Reshape(&'static str),
+    AsStrided,
+}
+
+/// Changes this tensor's layout in place: an in-place op (R3 bump, leaf/view checks, history
+/// rebased onto TBackward1 / TransposeBackward1 / SqueezeBackward3 / UnsqueezeBackward1).
+fn set_layout(slf: &Bound<'_, TensorBase>, layout: minigrad_core::layout::Layout, kind: InplaceView) -> PyResult<Py<PyAny>> {
+    use minigrad_core::autograd::Recorder;
+    let t = slf.borrow().t.clone();
+    let rec = Recorder::inplace(&t, &[]).map_err(crate::errors::to_py)?;
+    if rec.is_some() && matches!(kind, InplaceView::AsStrided) {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err("as_strided_ on a tensor that requires grad is not supported by minigrad"));
+    }
+    let old_shape: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+    let new_t = {
         let mut me = slf.borrow_mut();
         me.t.layout = layout;
         write::bump_metadata(&me.t);
+        me.t.clone()
+    };
+    if let Some(rec) = rec {
+        let (name, formula): (&'static str, minigrad_core::autograd::Formula) = match kind {
+            InplaceView::T => ("TBackward1", Box::new(|ctx| Ok(vec![Some(views::t(ctx.grad())?)]))),
+            InplaceView::Transpose(a, b) => ("TransposeBackward1", Box::new(move |ctx| Ok(vec![Some(views::transpose(ctx.grad(), a, b)?)]))),
+            InplaceView::Reshape(name) => (name, Box::new(move |ctx| Ok(vec![Some(views::reshape(ctx.grad(), &old_shape)?)]))),
+            InplaceView::AsStrided => unreachable!("refused above"),
+        };
+        rec.finish_inplace(name, &new_t, formula).map_err(crate::errors::to_py)?;
     }
     Ok(slf.clone().into_any().unbind())
 }

@@ -90,7 +90,9 @@ impl AutogradMeta {
             (_, n) => n,
         };
         let view = ViewMeta { base: root, creation, attr_version: of.version() };
-        Arc::new(MetaCell(Mutex::new(AutogradMeta { view: Some(view), inference: inference || mode::is_inference_mode(), ..Default::default() })))
+        // A view of a normal tensor made in inference mode is a normal tensor (with an
+        // InferenceMode creation meta); only views of inference tensors are inference tensors.
+        Arc::new(MetaCell(Mutex::new(AutogradMeta { view: Some(view), inference, ..Default::default() })))
     }
 }
 

@@ -131,8 +131,9 @@ impl Recorder {
 pub fn mark_creation(t: &Tensor, creation: CreationMeta) {
     let mut m = t.meta.lock();
     if let Some(v) = m.view.as_mut() {
-        // A special meta inherited from the base wins over the default (torch's propagation).
-        if v.creation == CreationMeta::Default || creation == CreationMeta::MultiOutputNode {
+        // Multi-output and custom-Function outputs are marked whatever grad mode made them
+        // (a custom forward runs under no_grad); inference-mode views stay what they are.
+        if v.creation != CreationMeta::InferenceMode {
             v.creation = creation;
         }
     }
@@ -147,7 +148,16 @@ pub fn record_view(
     outputs: &[&Tensor],
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
-    let Some(rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    let multi = outputs.len() > 1 || name.starts_with("Split") || name.starts_with("Unbind");
+    let Some(rec) = Recorder::new(&[Some(input)])? else {
+        // Unrecorded pieces of a multi-output view still refuse in-place use later (R41).
+        if multi && mode::is_grad_enabled() {
+            for o in outputs {
+                mark_creation(o, CreationMeta::MultiOutputNode);
+            }
+        }
+        return Ok(());
+    };
     let shape = input.shape().to_vec();
     let dtype = input.dtype();
     let n = outputs.len();
