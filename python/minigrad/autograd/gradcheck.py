@@ -132,6 +132,15 @@ class _Perturber:
             array, writable = None, False
         if writable and array.shape != tuple(tensor.shape):
             writable = False
+        if writable and tensor.numel() > 0:
+            # The view must really be the tensor's memory: probe one element and read it back.
+            idx = (0,) * array.ndim
+            orig = array[idx].copy()
+            probe = array.dtype.type(0 if orig != 0 else 1)
+            array[idx] = probe
+            seen = np.asarray(tensor.detach().numpy())[idx]
+            array[idx] = orig
+            writable = bool(seen == probe)
         self.array = array if writable else None
         if self.array is None:
             self.dtype = _to_numpy(tensor).dtype
