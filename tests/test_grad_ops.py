@@ -1174,6 +1174,7 @@ def test_values_and_grads(op, data):
     check_outputs(op, case, mo, to)
     ms, ts = flat_outputs(mo), flat_outputs(to)
     if backward_both(data, ms, ts):
+        event("backward")
         check_grads(case, tolerance(op, case.lowest_precision()))
     check_names(ms, ts)
 

@@ -162,7 +162,7 @@ class _Perturber:
             self.tensor.detach()[idx] = value.item()
 
 
-def _snapshot(mg, fn):
+def _snapshot(fn):
     """Calls fn() and copies each output (shape, dtype, values) before anything else runs: an
     output may be a view of the input being perturbed."""
     outs = []
@@ -190,7 +190,8 @@ def _check_outputs_same_dtype_and_shape(out1, out2, eps, idx=None):
 def _numerical_jacobians(mg, func, tupled_inputs, func_out, eps):
     """For each input requiring grad, the list (one per floating output of `func_out`, in order)
     of (input numel x output numel) central-difference Jacobians, in the output's dtype.
-    Returns (jacobians, dirty)."""
+    Returns (jacobians, indices of the floating outputs, whether the inputs' version counters
+    were bumped)."""
     float_outputs = [i for i, o in enumerate(func_out) if _is_float_tensor(mg, o)]
     result, dirty = [], False
     for inp_idx in _diff_input_indices(mg, tupled_inputs):
@@ -205,9 +206,9 @@ def _numerical_jacobians(mg, func, tupled_inputs, func_out, eps):
         for d_idx, idx in enumerate(np.ndindex(*tuple(inp.shape))):
             orig = perturber.get(idx)
             perturber.set(idx, orig - delta)
-            outa = _snapshot(mg, lambda: func(*tupled_inputs))
+            outa = _snapshot(lambda: func(*tupled_inputs))
             perturber.set(idx, orig + delta)
-            outb = _snapshot(mg, lambda: func(*tupled_inputs))
+            outb = _snapshot(lambda: func(*tupled_inputs))
             perturber.set(idx, orig)
             for a, b in zip(outa, outb):
                 _check_outputs_same_dtype_and_shape(a, b, eps, idx=idx)
