@@ -39,6 +39,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        unpacked = self.__dict__.get("_unpacked")
+        if unpacked is not None:
+            return unpacked
         if not self.to_save:
             return ()
         return _C._function_saved(self)
@@ -46,8 +49,16 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, *grads):
         return self._forward_cls.backward(self, *grads)
 
-    def _call_backward(self, grads):
-        """Called by the engine with one gradient (or None) per forward output."""
+    def _call_backward(self, grads, saved):
+        """Called by the engine with one gradient (or None) per forward output, and the saved
+        tensors already unpacked (and version-checked) by the core."""
+        self._unpacked = saved
+        try:
+            return self._run_backward(grads)
+        finally:
+            self._unpacked = None
+
+    def _run_backward(self, grads):
         from .. import zeros
         if self.materialize_grads:
             grads = tuple(

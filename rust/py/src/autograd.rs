@@ -485,10 +485,15 @@ struct PyFunctionBody {
 }
 
 impl Backward for PyFunctionBody {
-    fn apply(&mut self, _node: &Node, grads: Vec<Option<Tensor>>) -> minigrad_core::Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> minigrad_core::Result<Vec<Option<Tensor>>> {
+        // The body lock is held while this runs, so `ctx.saved_tensors` cannot reach back into
+        // the node: the saved tensors are unpacked (version-checked) and handed over first.
+        let saved = self.saved.iter().map(|(_, s)| s.unpack(node)).collect::<minigrad_core::Result<Vec<_>>>()?;
         Python::attach(|py| {
             let g = opt_tensors(py, &grads).map_err(stash)?;
-            let r = self.ctx.bind(py).call_method1("_call_backward", (g,)).map_err(stash)?;
+            let saved: Vec<Option<Tensor>> = saved.into_iter().map(Some).collect();
+            let saved = opt_tensors(py, &saved).map_err(stash)?;
+            let r = self.ctx.bind(py).call_method1("_call_backward", (g, saved)).map_err(stash)?;
             from_opt_tensors(&r).map_err(stash)
         })
     }
