@@ -661,4 +661,27 @@ mod grad_tests {
         assert_eq!(grad(&x), vec![1., 2., 3.]);
         assert_eq!(grad(&v), vec![2., 2.]);
     }
+
+    #[test]
+    fn advanced_indexing_passes_gradcheck() {
+        let i = longs(&[2, 0, 2]);
+        let m = Tensor::from_vec(vec![true, false, true, true], &[4]).unwrap();
+        let (i2, m2) = (i.clone(), m.clone());
+        gradcheck("index", &move |t| index(&t[0], &[Some(i2.clone()), None, Some(longs(&[1, 1, 0]))]), &[rand_leaf(&[3, 2, 2], 1)], true);
+        gradcheck("index mask", &move |t| index(&t[0], &[None, Some(m2.clone())]), &[rand_leaf(&[2, 4], 2)], true);
+        let u = longs(&[2, 0]);
+        let u2 = u.clone();
+        gradcheck("index_put", &move |t| index_put(&t[0], &[Some(u2.clone())], &t[1], false), &[rand_leaf(&[3, 2], 3), rand_leaf(&[2], 4)], true);
+        gradcheck("index_put acc", &move |t| index_put(&t[0], &[Some(i.clone())], &t[1], true), &[rand_leaf(&[3, 2], 5), rand_leaf(&[3, 2], 6)], true);
+        gradcheck(
+            "index_put_ mask",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                index_put_(&y, &[None, Some(m.clone())], &t[1], false)?;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 7), rand_leaf(&[1], 8)],
+            true,
+        );
+    }
 }

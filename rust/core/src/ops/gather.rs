@@ -743,4 +743,47 @@ mod grad_tests {
         let e = scatter(&x, 0, &ix(vec![0], &[1]), &Source::Value(ZERO), None, true).unwrap_err();
         assert_eq!(e.to_string(), "a leaf Variable that requires grad is being used in an in-place operation.");
     }
+
+    #[test]
+    fn gathers_pass_gradcheck() {
+        let index = ix(vec![2, 0, 1, 1, 0, 3], &[2, 3]);
+        let i2 = index.clone();
+        gradcheck("gather", &move |t| gather(&t[0], 1, &i2), &[rand_leaf(&[2, 4], 1)], true);
+        // Distinct positions per row (a repeated scatter position has no true derivative).
+        let uniq = ix(vec![2, 0, 1, 3, 1, 0], &[2, 3]);
+        let u = uniq.clone();
+        gradcheck("scatter", &move |t| scatter(&t[0], 1, &u, &Source::Tensor(t[1].clone()), None, false), &[rand_leaf(&[2, 4], 2), rand_leaf(&[2, 3], 3)], true);
+        let u = uniq.clone();
+        gradcheck("scatter value", &move |t| scatter(&t[0], 1, &u, &Source::Value(Scalar::Float(0.5)), None, false), &[rand_leaf(&[2, 4], 4)], true);
+        let u = uniq.clone();
+        gradcheck(
+            "scatter_",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                scatter(&y, 1, &u, &Source::Tensor(t[1].clone()), None, true)?;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 5), rand_leaf(&[2, 3], 6)],
+            true,
+        );
+        let i2 = index.clone();
+        gradcheck("scatter_add", &move |t| scatter_add(&t[0], 1, &i2, &t[1], false), &[rand_leaf(&[2, 4], 7), rand_leaf(&[2, 3], 8)], true);
+        let sel = ix(vec![3, 0, 3], &[3]);
+        let s2 = sel.clone();
+        gradcheck("index_select", &move |t| index_select(&t[0], 1, &s2), &[rand_leaf(&[2, 4], 9)], true);
+        let s2 = sel.clone();
+        gradcheck("index_add", &move |t| index_add(&t[0], 1, &s2, &t[1], Scalar::Float(2.5), false), &[rand_leaf(&[2, 4], 10), rand_leaf(&[2, 3], 11)], true);
+        let s2 = sel.clone();
+        gradcheck(
+            "index_add_",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                index_add(&y, 0, &ix(vec![1, 1], &[2]), &t[1], Scalar::Int(1), true)?;
+                let _ = &s2;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 12), rand_leaf(&[2, 4], 13)],
+            true,
+        );
+    }
 }

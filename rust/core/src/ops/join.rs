@@ -311,4 +311,13 @@ mod grad_tests {
         let gf = f.grad().unwrap();
         assert_eq!((gf.dtype(), gf.to_vec::<f32>()), (DType::Float32, vec![3.0]));
     }
+
+    #[test]
+    fn joins_pass_gradcheck() {
+        let ins = [rand_leaf(&[2, 1], 1), rand_leaf(&[2, 3], 2), rand_leaf(&[2, 2], 3)];
+        gradcheck("cat", &|t| cat(t, 1), &ins, true);
+        let ins = [rand_leaf(&[2, 3], 4), rand_leaf(&[2, 3], 5)];
+        gradcheck("stack 0", &|t| stack(t, 0), &ins, true);
+        gradcheck("stack -1", &|t| stack(t, -1), &ins, true);
+    }
 }

@@ -590,3 +590,56 @@ fn batched_grad(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
     let r = if d2 == 1 { views::squeeze(&r, Some(&[-1]))? } else { r };
     unsafe_view(&r, &out_shape)
 }
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn products_pass_gradcheck_with_torchs_nodes() {
+        let f: &dyn Fn(&[Tensor]) -> Result<Tensor> = &|t| matmul(&t[0], &t[1]);
+        let cases: Vec<(&[usize], &[usize], &str)> = vec![
+            (&[3, 4], &[4, 2], "MmBackward0"),
+            (&[3, 4], &[4], "MvBackward0"),
+            (&[4], &[4], "DotBackward0"),
+            (&[4], &[4, 2], "SqueezeBackward4"),
+            (&[2, 3, 4], &[4, 2], "UnsafeViewBackward0"),
+            (&[2, 3, 4], &[4], "UnsafeViewBackward0"),
+            (&[4], &[2, 4, 3], "UnsafeViewBackward0"),
+            (&[3, 4], &[2, 4, 5], "CloneBackward0"),
+            (&[2, 3, 4], &[2, 4, 5], "UnsafeViewBackward0"),
+            (&[2, 1, 3, 4], &[5, 4, 2], "UnsafeViewBackward0"),
+            (&[1, 3, 4], &[2, 4, 5], "CloneBackward0"),
+            (&[2, 3, 4], &[1, 4, 5], "UnsafeViewBackward0"),
+            (&[2, 2, 3], &[3], "UnsafeViewBackward0"),
+            (&[3], &[2, 1, 3, 2], "UnsafeViewBackward0"),
+        ];
+        for (i, (sa, sb, name)) in cases.into_iter().enumerate() {
+            let (a, b) = (rand_leaf(sa, 2 * i as u64), rand_leaf(sb, 2 * i as u64 + 1));
+            let out = matmul(&a, &b).unwrap();
+            assert_eq!(node_name(&out), name, "{:?} @ {:?}", sa, sb);
+            let plain = matmul_raw(&vals(a.to_vec(), sa), &vals(b.to_vec(), sb)).unwrap();
+            assert_eq!(out.shape(), plain.shape(), "{:?} @ {:?}", sa, sb);
+            assert!(close(&out.to_vec::<f64>(), &plain.to_vec::<f64>()), "{:?} @ {:?}", sa, sb);
+            gradcheck(&format!("matmul {:?} @ {:?}", sa, sb), f, &[a, b], true);
+        }
+        gradcheck("bmm", &|t| bmm(&t[0], &t[1]), &[rand_leaf(&[2, 3, 4], 50), rand_leaf(&[2, 4, 2], 51)], true);
+        // Only one operand requiring grad: the other is a constant of the closure.
+        let c = vals(values(8, 52), &[4, 2]);
+        gradcheck("matmul one side", &move |t| matmul(&t[0], &c), &[rand_leaf(&[2, 3, 4], 53)], false);
+    }
+
+    #[test]
+    fn saves_follow_the_needed_gradients() {
+        let a = rand_leaf(&[2, 3], 1);
+        let b = vals(values(6, 2), &[3, 2]);
+        let out = mm(&a, &b).unwrap();
+        let node = out.grad_fn().unwrap().unwrap();
+        let saved: Vec<&str> = node.body().saved().iter().map(|(n, _)| *n).collect();
+        assert_eq!(saved, vec!["mat2"]);
+        // 1-D @ 2-D squeezes in place: version 1, as torch.
+        assert_eq!(matmul(&vals(vec![1., 2., 3.], &[3]), &b).unwrap().version(), 1);
+        assert_eq!(matmul(&rand_leaf(&[3], 4), &b).unwrap().version(), 1);
+    }
+}

@@ -110,4 +110,10 @@ mod grad_tests {
         backward(&out, Some(vals(vec![10., 20., 30.], &[3])));
         assert_eq!(grad(&x), vec![10., 0., 50.]);
     }
+
+    #[test]
+    fn masked_select_passes_gradcheck() {
+        let m = Tensor::from_vec(vec![true, false, true, true, false, false], &[2, 1, 3]).unwrap();
+        gradcheck("masked_select", &move |t| masked_select(&t[0], &m), &[rand_leaf(&[4, 3], 1)], true);
+    }
 }

@@ -645,6 +645,12 @@ fn float_mask(m: &Tensor, dtype: DType) -> Tensor {
     to_dtype_raw(m, dtype)
 }
 
+/// `a` where `mask` is false, 0 where it is true (as `formulas::zero_where`, but through
+/// `where`, whose node also differentiates again under create_graph).
+fn zero_at(a: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    binary::where_(mask, &num(0.0), &tensor_arg(a))
+}
+
 fn any_true(m: &Tensor) -> Result<bool> {
     Ok(all(m, None, false, false)?.item()?.to_bool())
 }
@@ -848,7 +854,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
         let (g, x) = (ctx.grad(), ctx.saved(0));
         let g = if sqrt {
             let r = ctx.saved(1);
-            fm::zero_where(&fm::div(g, &fm::mul_s(r, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, r, 0.0)?)?
+            zero_at(&fm::div(g, &fm::mul_s(r, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, r, 0.0)?)?
         } else {
             g.clone()
         };
@@ -869,7 +875,7 @@ fn norm_backward(g: &Tensor, x: &Tensor, r: &Tensor, ord: f64, rd: &[usize], kee
     } else if ord == 1.0 {
         mul(&sgn()?, &g)?
     } else if ord == 2.0 {
-        mul(&g, &zero_where(&div(x, &r)?, &r_zero()?)?)?
+        mul(&g, &zero_at(&div(x, &r)?, &r_zero()?)?)?
     } else if ord.is_infinite() {
         let a = unary_raw(UnaryOp::Abs, x)?;
         let hit = cmp(BinaryOp::LogicalOr, &cmp(BinaryOp::Eq, &a, &tensor_arg(&r))?, &tensor_arg(&cmp(BinaryOp::Ne, &a, &tensor_arg(&a))?))?;
@@ -878,12 +884,12 @@ fn norm_backward(g: &Tensor, x: &Tensor, r: &Tensor, ord: f64, rd: &[usize], kee
         mul(&sgn()?, &mul(&div(&g, &count)?, &mask)?)?
     } else if ord < 1.0 {
         let a = un(UnaryOp::Abs, x)?;
-        let scaled = mul(&sgn()?, &zero_where(&pow_s(&a, ord - 1.0)?, &cmp_s(BinaryOp::Eq, x, 0.0)?)?)?;
+        let scaled = mul(&sgn()?, &zero_at(&pow_s(&a, ord - 1.0)?, &cmp_s(BinaryOp::Eq, x, 0.0)?)?)?;
         mul(&mul(&scaled, &g)?, &pow_s(&r, 1.0 - ord)?)?
     } else {
         let a = un(UnaryOp::Abs, x)?;
         let scaled = if ord < 2.0 { mul(&sgn()?, &pow_s(&a, ord - 1.0)?)? } else { mul(x, &pow_s(&a, ord - 2.0)?)? };
-        let scale = zero_where(&div(&g, &pow_s(&r, ord - 1.0)?)?, &r_zero()?)?;
+        let scale = zero_at(&div(&g, &pow_s(&r, ord - 1.0)?)?, &r_zero()?)?;
         mul(&scaled, &scale)?
     }))
 }
@@ -1001,6 +1007,115 @@ pub(crate) mod testing {
 
     pub fn node_name(t: &Tensor) -> String {
         t.grad_fn().unwrap().expect("a grad_fn").name.to_string()
+    }
+
+    /// Deterministic values in [-2, 2] (an LCG), for gradient checks.
+    pub fn values(n: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+            })
+            .collect()
+    }
+
+    pub fn rand_leaf(shape: &[usize], seed: u64) -> Tensor {
+        leaf(values(shape.iter().product(), seed), shape)
+    }
+
+    fn weighted_sum(out: &Tensor, w: &[f64]) -> f64 {
+        crate::ops::copy::to_dtype_raw(out, DType::Float64).to_vec::<f64>().iter().zip(w).map(|(a, b)| a * b).sum()
+    }
+
+    fn fresh(inputs: &[Tensor], grad: bool) -> Vec<Tensor> {
+        inputs.iter().map(|t| if grad { leaf(t.to_vec::<f64>(), t.shape()) } else { vals(t.to_vec::<f64>(), t.shape()) }).collect()
+    }
+
+    /// First-order gradients of `sum(f(xs) * w)` w.r.t. fresh leaves holding `xs` (zeros where
+    /// none arrived); with `graph` they are recorded, for a second differentiation.
+    fn first_grads(f: &dyn Fn(&[Tensor]) -> Result<Tensor>, xs: &[Tensor], graph: bool) -> Vec<Tensor> {
+        let out = f(xs).unwrap();
+        let w = Tensor::from_vec(values(out.numel(), 99), out.shape()).unwrap();
+        let w = crate::ops::copy::to_dtype_raw(&w, out.dtype());
+        let edges: Vec<_> = xs.iter().map(|t| t.gradient_edge().unwrap()).collect();
+        let r = run_backward(BackwardRequest { roots: vec![(out.gradient_edge().unwrap(), w)], inputs: &edges, keep_graph: graph, create_graph: graph, accumulate: false }).unwrap();
+        r.into_iter().zip(xs).map(|(g, x)| g.unwrap_or_else(|| Tensor::zeros(x.shape(), DType::Float64))).collect()
+    }
+
+    fn assert_close(what: &str, k: usize, analytic: &[f64], numeric: &[f64]) {
+        for (j, (a, n)) in analytic.iter().zip(numeric).enumerate() {
+            assert!((a - n).abs() <= 1e-5 * (1.0 + n.abs()), "{}: input {} element {}: analytic {} numeric {}\n{:?}\n{:?}", what, k, j, a, n, analytic, numeric);
+        }
+    }
+
+    /// torch's gradcheck (and gradgradcheck when `double`): analytic gradients of
+    /// `sum(f(inputs) * w)` against central differences, in float64.
+    pub fn gradcheck(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor], double: bool) {
+        let eps = 1e-6;
+        let phi = |xs: &[Tensor]| {
+            let out = f(xs).unwrap();
+            weighted_sum(&out, &values(out.numel(), 99))
+        };
+        let analytic = first_grads(f, &fresh(inputs, true), false);
+        for (k, x) in inputs.iter().enumerate() {
+            let base = x.to_vec::<f64>();
+            let numeric: Vec<f64> = (0..base.len())
+                .map(|j| {
+                    let mut xs = fresh(inputs, false);
+                    let mut v = base.clone();
+                    v[j] += eps;
+                    xs[k] = vals(v.clone(), x.shape());
+                    let up = phi(&xs);
+                    v[j] -= 2.0 * eps;
+                    xs[k] = vals(v, x.shape());
+                    (up - phi(&xs)) / (2.0 * eps)
+                })
+                .collect();
+            assert_eq!(analytic[k].shape(), x.shape(), "{}: gradient shape", what);
+            assert_close(what, k, &crate::ops::copy::to_dtype_raw(&analytic[k], DType::Float64).to_vec::<f64>(), &numeric);
+        }
+        if !double {
+            return;
+        }
+        // Second order: d/dx of sum_k sum(grad_k * v_k), against differences of first gradients.
+        let vs: Vec<Vec<f64>> = inputs.iter().enumerate().map(|(k, x)| values(x.numel(), 7 + k as u64)).collect();
+        let psi = |xs: &[Tensor]| -> f64 { first_grads(f, &fresh(xs, true), false).iter().zip(&vs).map(|(g, v)| weighted_sum(g, v)).sum() };
+        let xs = fresh(inputs, true);
+        let gs = first_grads(f, &xs, true);
+        let mut s: Option<Tensor> = None;
+        for (g, v) in gs.iter().zip(&vs) {
+            let term = crate::ops::reduce::sum(&crate::autograd::formulas::mul(g, &vals(v.clone(), g.shape())).unwrap(), None, false, None).unwrap();
+            s = Some(match s {
+                None => term,
+                Some(acc) => crate::autograd::formulas::add(&acc, &term).unwrap(),
+            });
+        }
+        let s = s.expect("inputs");
+        let second: Vec<Option<Tensor>> = if s.requires_grad() {
+            let edges: Vec<_> = xs.iter().map(|t| t.gradient_edge().unwrap()).collect();
+            let seed = Tensor::full(&[], Scalar::Float(1.0), s.dtype());
+            run_backward(BackwardRequest { roots: vec![(s.gradient_edge().unwrap(), seed)], inputs: &edges, keep_graph: false, create_graph: false, accumulate: false }).unwrap()
+        } else {
+            vec![None; xs.len()]
+        };
+        for (k, x) in inputs.iter().enumerate() {
+            let base = x.to_vec::<f64>();
+            let numeric: Vec<f64> = (0..base.len())
+                .map(|j| {
+                    let mut xs = fresh(inputs, false);
+                    let mut v = base.clone();
+                    v[j] += eps;
+                    xs[k] = vals(v.clone(), x.shape());
+                    let up = psi(&xs);
+                    v[j] -= 2.0 * eps;
+                    xs[k] = vals(v, x.shape());
+                    (up - psi(&xs)) / (2.0 * eps)
+                })
+                .collect();
+            let a = second[k].as_ref().map_or(vec![0.0; base.len()], |g| crate::ops::copy::to_dtype_raw(g, DType::Float64).to_vec::<f64>());
+            assert_close(&format!("{} (second order)", what), k, &a, &numeric);
+        }
     }
 
     pub fn close(a: &[f64], b: &[f64]) -> bool {
@@ -1128,5 +1243,51 @@ mod grad_tests {
         assert_eq!(node_name(&s), "LogSoftmaxBackward0");
         backward(&s, Some(vals(vec![1., 0.], &[2])));
         assert!(close(&grad(&w), &[2.0 / 3.0, -2.0 / 3.0]));
+    }
+
+    #[test]
+    fn reductions_pass_gradcheck() {
+        type F = Box<dyn Fn(&[Tensor]) -> Result<Tensor>>;
+        let x = || rand_leaf(&[2, 3, 4], 1);
+        let cases: Vec<(&str, F, bool)> = vec![
+            ("sum", Box::new(|t| sum(&t[0], None, false, None)), true),
+            ("sum dims", Box::new(|t| sum(&t[0], Some(&[0, -1]), false, None)), true),
+            ("sum keepdim", Box::new(|t| sum(&t[0], Some(&[1]), true, None)), false),
+            ("mean", Box::new(|t| mean(&t[0], Some(&[-1]), true, None)), false),
+            ("mean all", Box::new(|t| mean(&t[0], None, false, None)), false),
+            ("prod dim", Box::new(|t| prod(&t[0], Some(1), false, None)), true),
+            ("prod keepdim", Box::new(|t| prod(&t[0], Some(-1), true, None)), true),
+            ("prod all", Box::new(|t| prod(&t[0], None, false, None)), true),
+            ("amax", Box::new(|t| amax(&t[0], &[1], false, true)), true),
+            ("amin all", Box::new(|t| amax(&t[0], &[], true, false)), false),
+            ("max", Box::new(|t| max_all(&t[0], true)), true),
+            ("min", Box::new(|t| max_all(&t[0], false)), false),
+            ("max dim", Box::new(|t| Ok(max_dim(&t[0], 2, false, true)?.0)), true),
+            ("min dim keepdim", Box::new(|t| Ok(max_dim(&t[0], 0, true, false)?.0)), false),
+            ("var dim", Box::new(|t| Ok(var(&t[0], Some(&[1]), 1.0, false, false)?.0)), true),
+            ("var all", Box::new(|t| Ok(var(&t[0], None, 0.0, false, false)?.0)), true),
+            ("var keepdim", Box::new(|t| Ok(var(&t[0], Some(&[0, 2]), 1.0, true, false)?.0)), false),
+            ("std dim", Box::new(|t| Ok(var(&t[0], Some(&[-1]), 1.0, false, true)?.0)), true),
+            ("std all", Box::new(|t| Ok(var(&t[0], None, 1.0, true, true)?.0)), true),
+            ("norm 2", Box::new(|t| vector_norm(&t[0], 2.0, None, false, None)), true),
+            ("norm 2 dim", Box::new(|t| vector_norm(&t[0], 2.0, Some(&[1]), false, None)), true),
+            ("norm 1", Box::new(|t| vector_norm(&t[0], 1.0, Some(&[0, 2]), true, None)), false),
+            ("norm inf", Box::new(|t| vector_norm(&t[0], f64::INFINITY, Some(&[2]), false, None)), false),
+            ("norm -inf", Box::new(|t| vector_norm(&t[0], f64::NEG_INFINITY, None, false, None)), false),
+            ("norm 0.5", Box::new(|t| vector_norm(&t[0], 0.5, Some(&[1]), false, None)), true),
+            ("norm 1.5", Box::new(|t| vector_norm(&t[0], 1.5, None, false, None)), true),
+            ("norm 3", Box::new(|t| vector_norm(&t[0], 3.0, Some(&[-1]), true, None)), true),
+            ("logsumexp", Box::new(|t| logsumexp(&t[0], &[1], false)), true),
+            ("logsumexp all keepdim", Box::new(|t| logsumexp(&t[0], &[0, 1, 2], true)), true),
+            ("softmax", Box::new(|t| softmax(&t[0], 1, None, false)), true),
+            ("log_softmax", Box::new(|t| softmax(&t[0], -1, None, true)), true),
+        ];
+        for (what, f, double) in &cases {
+            gradcheck(what, f.as_ref(), &[x()], *double);
+        }
+        // prod through zeros (one and two per slice), first and second order.
+        let z = leaf(vec![0., 1.5, -2., 0., 0., 3., 1., 2., -1.], &[3, 3]);
+        gradcheck("prod zeros", &|t| prod(&t[0], Some(1), false, None), &[z], true);
+        gradcheck("prod zeros all", &|t| prod(&t[0], None, false, None), &[leaf(vec![0., 1.5, -2., 3.], &[4])], true);
     }
 }
