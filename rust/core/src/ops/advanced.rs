@@ -529,16 +529,159 @@ mod tests {
     }
 }
 
-// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+// ----- autograd: saves and backward formulas (derivatives.yaml) -----
 
+use crate::autograd::Recorder;
+
+/// Saves the index tensors (each under `indices`, as torch's `_saved_indices` list) and
+/// returns which positions held one, to rebuild the list in the formula.
+fn save_indices(rec: &mut Recorder, indices: &[Option<Tensor>]) -> Result<Vec<bool>> {
+    for t in indices.iter().flatten() {
+        rec.save("indices", t)?;
+    }
+    Ok(indices.iter().map(Option::is_some).collect())
+}
+
+/// The index list back from the saved tensors (they come first among `saved`).
+fn saved_indices(saved: &[Tensor], present: &[bool]) -> Vec<Option<Tensor>> {
+    let mut it = saved.iter();
+    present.iter().map(|&p| if p { it.next().cloned() } else { None }).collect()
+}
+
+/// Sums a gradient to the shape of `values`, which broadcast to it (a one-element value of
+/// any shape included: index_put_ then fills the mask with it).
+fn sum_to_values(g: Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g);
+    }
+    if shape.len() > g.ndim() || shape.iter().product::<usize>() == 1 {
+        let total = crate::ops::reduce::sum(&g, None, false, None)?;
+        let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        return crate::ops::views::reshape(&total, &sizes);
+    }
+    crate::autograd::formulas::sum_to(&g, shape)
+}
+
+/// IndexPutBackward0: self gets the gradient (with the written positions zeroed unless
+/// accumulating), values get the gradient read at the indices, summed to their shape.
+fn index_put_formula(ctx: &crate::autograd::node::Ctx, present: &[bool], accumulate: bool, values_shape: &[usize]) -> Result<Vec<Option<Tensor>>> {
+    let g = ctx.grad();
+    let indices = saved_indices(&ctx.saved, present);
+    let gs = if !ctx.needs(0) {
+        None
+    } else if accumulate {
+        Some(g.clone())
+    } else {
+        Some(index_put(g, &indices, &Tensor::zeros(&[], g.dtype()), false)?)
+    };
+    let gv = if ctx.needs(1) { Some(sum_to_values(index(g, &indices)?, values_shape)?) } else { None };
+    Ok(vec![gs, gv])
+}
+
+/// Differentiable `x[indices]` (IndexBackward0: saves the indices; the gradient is
+/// accumulated into zeros shaped like x at the indexed positions).
 pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
-    index_raw(x, indices)
+    let out = index_raw(x, indices)?;
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    rec.value("self_sym_sizes", crate::ops::reduce::py_ints(x.shape()));
+    let present = save_indices(&mut rec, indices)?;
+    let shape = x.shape().to_vec();
+    rec.finish("IndexBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        let indices = saved_indices(&ctx.saved, &present);
+        Ok(vec![Some(index_put(&Tensor::zeros(&shape, g.dtype()), &indices, g, true)?)])
+    }));
+    Ok(out)
 }
 
+/// Differentiable `x.index_put_(indices, values, accumulate)` (IndexPutBackward0, in place).
 pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
-    index_put_inplace_raw(x, indices, values, accumulate)
+    let _blame = crate::autograd::blame::op("index_put_");
+    let rec = Recorder::inplace(x, &[Some(values)])?;
+    index_put_inplace_raw(x, indices, values, accumulate)?;
+    let Some(mut rec) = rec else { return Ok(()) };
+    rec.value("accumulate", crate::ops::reduce::py_bool(accumulate));
+    let present = save_indices(&mut rec, indices)?;
+    let values_shape = values.shape().to_vec();
+    rec.finish_inplace("IndexPutBackward0", x, Box::new(move |ctx| index_put_formula(ctx, &present, accumulate, &values_shape)))
 }
 
+/// Differentiable `x.index_put(indices, values, accumulate)` (IndexPutBackward0).
 pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
-    index_put_raw(x, indices, values, accumulate)
+    let out = index_put_raw(x, indices, values, accumulate)?;
+    let Some(mut rec) = Recorder::new(&[Some(x), Some(values)])? else { return Ok(out) };
+    rec.value("accumulate", crate::ops::reduce::py_bool(accumulate));
+    let present = save_indices(&mut rec, indices)?;
+    let values_shape = values.shape().to_vec();
+    rec.finish("IndexPutBackward0", &[&out], Box::new(move |ctx| index_put_formula(ctx, &present, accumulate, &values_shape)));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    fn longs(v: &[i64]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
+    }
+
+    #[test]
+    fn index_accumulates_repeated_rows() {
+        let x = leaf(vec![1., 2., 3., 4., 5., 6.], &[3, 2]);
+        let out = index(&x, &[Some(longs(&[2, 0, 2]))]).unwrap();
+        assert_eq!(node_name(&out), "IndexBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4., 5., 6.], &[3, 2])));
+        assert_eq!(grad(&x), vec![3., 4., 0., 0., 6., 8.]);
+        // A mask on the second dim.
+        let x = leaf(vec![1., 2., 3., 4.], &[2, 2]);
+        let m = Tensor::from_vec(vec![false, true], &[2]).unwrap();
+        let out = index(&x, &[None, Some(m)]).unwrap();
+        backward(&out, Some(vals(vec![7., 8.], &[2, 1])));
+        assert_eq!(grad(&x), vec![0., 7., 0., 8.]);
+    }
+
+    #[test]
+    fn index_put_gradients() {
+        let x = leaf(vec![1., 2., 3.], &[3]);
+        let v = leaf(vec![5.], &[1]);
+        let y = crate::ops::copy::clone(&x).unwrap();
+        index_put_(&y, &[Some(longs(&[0, 2]))], &v, false).unwrap();
+        assert_eq!(node_name(&y), "IndexPutBackward0");
+        assert_eq!(y.to_vec::<f64>(), vec![5., 2., 5.]);
+        backward(&y, Some(vals(vec![1., 2., 3.], &[3])));
+        assert_eq!(grad(&x), vec![0., 2., 0.]);
+        assert_eq!(grad(&v), vec![4.]);
+
+        let x = leaf(vec![1., 2., 3.], &[3]);
+        let v = leaf(vec![5., 6.], &[2]);
+        let out = index_put(&x, &[Some(longs(&[1, 1]))], &v, true).unwrap();
+        assert_eq!(out.to_vec::<f64>(), vec![1., 13., 3.]);
+        backward(&out, Some(vals(vec![1., 2., 3.], &[3])));
+        assert_eq!(grad(&x), vec![1., 2., 3.]);
+        assert_eq!(grad(&v), vec![2., 2.]);
+    }
+
+    #[test]
+    fn advanced_indexing_passes_gradcheck() {
+        let i = longs(&[2, 0, 2]);
+        let m = Tensor::from_vec(vec![true, false, true, true], &[4]).unwrap();
+        let (i2, m2) = (i.clone(), m.clone());
+        gradcheck("index", &move |t| index(&t[0], &[Some(i2.clone()), None, Some(longs(&[1, 1, 0]))]), &[rand_leaf(&[3, 2, 2], 1)], true);
+        gradcheck("index mask", &move |t| index(&t[0], &[None, Some(m2.clone())]), &[rand_leaf(&[2, 4], 2)], true);
+        let u = longs(&[2, 0]);
+        let u2 = u.clone();
+        gradcheck("index_put", &move |t| index_put(&t[0], &[Some(u2.clone())], &t[1], false), &[rand_leaf(&[3, 2], 3), rand_leaf(&[2], 4)], true);
+        gradcheck("index_put acc", &move |t| index_put(&t[0], &[Some(i.clone())], &t[1], true), &[rand_leaf(&[3, 2], 5), rand_leaf(&[3, 2], 6)], true);
+        gradcheck(
+            "index_put_ mask",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                index_put_(&y, &[None, Some(m.clone())], &t[1], false)?;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 7), rand_leaf(&[1], 8)],
+            true,
+        );
+    }
 }

@@ -529,24 +529,261 @@ mod tests {
     }
 }
 
-// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+// ----- autograd: saves and backward formulas (derivatives.yaml) -----
 
+use crate::autograd::formulas as fm;
+use crate::autograd::node::{Ctx, Formula};
+use crate::autograd::Recorder;
+use crate::ops::reduce::{py_bool, py_number};
+
+const ZERO: Scalar = Scalar::Float(0.0);
+
+/// Records an out-of-place op, or finishes an in-place one (`rec` came from
+/// `Recorder::inplace` before the write).
+fn finish(rec: Recorder, name: &'static str, out: &Tensor, in_place: bool, formula: Formula) -> Result<()> {
+    if in_place {
+        rec.finish_inplace(name, out, formula)
+    } else {
+        rec.finish(name, &[out], formula);
+        Ok(())
+    }
+}
+
+/// The recorder for an op with an in-place variant (in place: torch's checks run first).
+fn recorder(x: &Tensor, operands: &[Option<&Tensor>], in_place: bool) -> Result<Option<Recorder>> {
+    if in_place {
+        Recorder::inplace(x, operands)
+    } else {
+        let mut all = vec![Some(x)];
+        all.extend_from_slice(operands);
+        Recorder::new(&all)
+    }
+}
+
+/// Differentiable `gather` (GatherBackward0: saves self and index; the gradient is
+/// scatter-added into zeros shaped like self).
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    gather_raw(x, dim, index)
+    let out = gather_raw(x, dim, index)?;
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    rec.value("dim", dim);
+    rec.value("sparse_grad", py_bool(false));
+    rec.save("self", x)?;
+    rec.save("index", index)?;
+    let shape = x.shape().to_vec();
+    rec.finish("GatherBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(1), g, false)?)])
+    }));
+    Ok(out)
 }
 
+/// ScatterBackward0 / ScatterBackward1: self gets the gradient with the written positions
+/// zeroed; a tensor src gets the gradient gathered from them.
+fn scatter_formula(dim: i64, ctx: &Ctx) -> Result<Vec<Option<Tensor>>> {
+    let (g, index) = (ctx.grad(), ctx.saved(0));
+    let mut grads = vec![if ctx.needs(0) { Some(scatter(g, dim, index, &Source::Value(ZERO), None, false)?) } else { None }];
+    if ctx.needs.len() > 1 {
+        grads.push(if ctx.needs(1) { Some(gather(g, dim, index)?) } else { None });
+    }
+    Ok(grads)
+}
+
+/// Differentiable `scatter` / `scatter_`: ScatterBackward0 with a src tensor, ScatterBackward1
+/// with a number; with `reduce=` torch has no derivative (a NotImplemented node that raises).
 pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Source, reduce: Option<&str>, in_place: bool) -> Result<Tensor> {
-    scatter_raw(x, dim, index, src, reduce, in_place)
+    let _blame = in_place.then(|| crate::autograd::blame::op("scatter_"));
+    let src_t = match src {
+        Source::Tensor(t) => Some(t),
+        Source::Value(_) => None,
+    };
+    let operands: Vec<Option<&Tensor>> = src_t.into_iter().map(Some).collect();
+    let rec = recorder(x, &operands, in_place)?;
+    let out = scatter_raw(x, dim, index, src, reduce, in_place)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    let target = if in_place { x } else { &out };
+    if reduce.is_some() {
+        let formula: Formula = Box::new(|_| Err(Error::Runtime("derivative for aten::scatter is not implemented".into())));
+        finish(rec, "torch::autograd::NotImplemented", target, in_place, formula)?;
+        return Ok(out);
+    }
+    rec.value("dim", dim);
+    rec.save("index", index)?;
+    let name = if src_t.is_some() { "ScatterBackward0" } else { "ScatterBackward1" };
+    finish(rec, name, target, in_place, Box::new(move |ctx| scatter_formula(dim, ctx)))?;
+    Ok(out)
 }
 
+/// Differentiable `scatter_add` / `scatter_add_` (ScatterAddBackward0): self gets the
+/// gradient, src the gradient gathered from the written positions.
 pub fn scatter_add(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place: bool) -> Result<Tensor> {
-    scatter_add_raw(x, dim, index, src, in_place)
+    let _blame = in_place.then(|| crate::autograd::blame::op("scatter_add_"));
+    let rec = recorder(x, &[Some(src)], in_place)?;
+    let out = scatter_add_raw(x, dim, index, src, in_place)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    rec.value("dim", dim);
+    rec.save("index", index)?;
+    let target = if in_place { x } else { &out };
+    finish(rec, "ScatterAddBackward0", target, in_place, Box::new(move |ctx| {
+        let g = ctx.grad();
+        let gs = if ctx.needs(1) { Some(gather(g, dim, ctx.saved(0))?) } else { None };
+        Ok(vec![ctx.needs(0).then(|| g.clone()), gs])
+    }))?;
+    Ok(out)
 }
 
+/// Differentiable `index_select` (IndexSelectBackward0: the gradient index-added into zeros).
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    index_select_raw(x, dim, index)
+    let out = index_select_raw(x, dim, index)?;
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    rec.value("dim", dim);
+    rec.value("self_sym_sizes", crate::ops::reduce::py_ints(x.shape()));
+    rec.save("index", index)?;
+    let shape = x.shape().to_vec();
+    rec.finish("IndexSelectBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
+    }));
+    Ok(out)
 }
 
+/// Differentiable `index_add` / `index_add_` (IndexAddBackward0): self gets the gradient,
+/// source `alpha * grad.index_select(dim, index)` (index and source are saved for it).
 pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar, in_place: bool) -> Result<Tensor> {
-    index_add_raw(x, dim, index, source, alpha, in_place)
+    let _blame = in_place.then(|| crate::autograd::blame::op("index_add_"));
+    let rec = recorder(x, &[Some(source)], in_place)?;
+    let out = index_add_raw(x, dim, index, source, alpha, in_place)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    rec.value("alpha", py_number(alpha));
+    rec.value("dim", dim);
+    rec.value("source_dim", source.ndim());
+    if rec.needs(1) {
+        rec.save("index", index)?;
+        rec.save("source", source)?;
+    }
+    let target = if in_place { x } else { &out };
+    let src_shape: Vec<i64> = source.shape().iter().map(|&d| d as i64).collect();
+    let one = matches!(alpha, Scalar::Int(1)) || alpha == Scalar::Float(1.0) || alpha == Scalar::Bool(true);
+    finish(rec, "IndexAddBackward0", target, in_place, Box::new(move |ctx| {
+        let g = ctx.grad();
+        let gs = if ctx.needs(1) {
+            let mut s = index_select(g, dim, ctx.saved(0))?;
+            if s.shape().iter().map(|&d| d as i64).ne(src_shape.iter().copied()) {
+                s = crate::ops::views::reshape(&s, &src_shape)?;
+            }
+            Some(if one { s } else { fm::mul_s(&s, alpha.to_f64())? })
+        } else {
+            None
+        };
+        Ok(vec![ctx.needs(0).then(|| g.clone()), gs])
+    }))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    fn ix(v: Vec<i64>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape).unwrap()
+    }
+
+    #[test]
+    fn gather_and_index_select_accumulate_repeats() {
+        let x = leaf(vec![1., 2., 3., 4., 5., 6.], &[2, 3]);
+        let out = gather(&x, 1, &ix(vec![0, 0, 2, 1], &[2, 2])).unwrap();
+        assert_eq!(node_name(&out), "GatherBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4.], &[2, 2])));
+        assert_eq!(grad(&x), vec![3., 0., 0., 0., 4., 3.]);
+
+        let x = leaf(vec![1., 2., 3., 4., 5., 6.], &[3, 2]);
+        let out = index_select(&x, 0, &ix(vec![2, 2, 0], &[3])).unwrap();
+        assert_eq!(node_name(&out), "IndexSelectBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4., 5., 6.], &[3, 2])));
+        assert_eq!(grad(&x), vec![5., 6., 0., 0., 4., 6.]);
+    }
+
+    #[test]
+    fn scatter_zeroes_written_positions() {
+        let x = leaf(vec![0.; 6], &[2, 3]);
+        let src = leaf(vec![1., 2., 3., 4.], &[2, 2]);
+        let index = ix(vec![2, 0, 1, 1], &[2, 2]);
+        let out = scatter(&x, 1, &index, &Source::Tensor(src.clone()), None, false).unwrap();
+        assert_eq!(node_name(&out), "ScatterBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4., 5., 6.], &[2, 3])));
+        assert_eq!(grad(&x), vec![0., 2., 0., 4., 0., 6.]);
+        assert_eq!(grad(&src), vec![3., 1., 5., 5.]);
+
+        let out = scatter(&x, 1, &index, &Source::Value(Scalar::Float(9.0)), None, false).unwrap();
+        assert_eq!(node_name(&out), "ScatterBackward1");
+        let out = scatter(&x, 1, &index, &Source::Tensor(src.clone()), Some("add"), false).unwrap();
+        assert_eq!(node_name(&out), "torch::autograd::NotImplemented");
+        let e = try_backward(&out).unwrap_err();
+        assert_eq!(e.to_string(), "derivative for aten::scatter is not implemented");
+    }
+
+    #[test]
+    fn in_place_variants_rebase_history() {
+        let x = leaf(vec![1., 2., 3.], &[3]);
+        let y = crate::ops::copy::clone(&x).unwrap();
+        let src = leaf(vec![10., 20.], &[2]);
+        let v0 = y.version();
+        index_add(&y, 0, &ix(vec![2, 2], &[2]), &src, Scalar::Float(2.0), true).unwrap();
+        assert_eq!(y.version(), v0 + 1);
+        assert_eq!(node_name(&y), "IndexAddBackward0");
+        assert_eq!(y.to_vec::<f64>(), vec![1., 2., 63.]);
+        backward(&y, Some(vals(vec![1., 2., 3.], &[3])));
+        assert_eq!(grad(&x), vec![1., 2., 3.]);
+        assert_eq!(grad(&src), vec![6., 6.]);
+
+        let y = crate::ops::copy::clone(&x).unwrap();
+        scatter_add(&y, 0, &ix(vec![0, 0], &[2]), &src, true).unwrap();
+        assert_eq!(node_name(&y), "ScatterAddBackward0");
+        // A leaf that requires grad cannot be written in place.
+        let e = scatter(&x, 0, &ix(vec![0], &[1]), &Source::Value(ZERO), None, true).unwrap_err();
+        assert_eq!(e.to_string(), "a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+
+    #[test]
+    fn gathers_pass_gradcheck() {
+        let index = ix(vec![2, 0, 1, 1, 0, 3], &[2, 3]);
+        let i2 = index.clone();
+        gradcheck("gather", &move |t| gather(&t[0], 1, &i2), &[rand_leaf(&[2, 4], 1)], true);
+        // Distinct positions per row (a repeated scatter position has no true derivative).
+        let uniq = ix(vec![2, 0, 1, 3, 1, 0], &[2, 3]);
+        let u = uniq.clone();
+        gradcheck("scatter", &move |t| scatter(&t[0], 1, &u, &Source::Tensor(t[1].clone()), None, false), &[rand_leaf(&[2, 4], 2), rand_leaf(&[2, 3], 3)], true);
+        let u = uniq.clone();
+        gradcheck("scatter value", &move |t| scatter(&t[0], 1, &u, &Source::Value(Scalar::Float(0.5)), None, false), &[rand_leaf(&[2, 4], 4)], true);
+        let u = uniq.clone();
+        gradcheck(
+            "scatter_",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                scatter(&y, 1, &u, &Source::Tensor(t[1].clone()), None, true)?;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 5), rand_leaf(&[2, 3], 6)],
+            true,
+        );
+        let i2 = index.clone();
+        gradcheck("scatter_add", &move |t| scatter_add(&t[0], 1, &i2, &t[1], false), &[rand_leaf(&[2, 4], 7), rand_leaf(&[2, 3], 8)], true);
+        let sel = ix(vec![3, 0, 3], &[3]);
+        let s2 = sel.clone();
+        gradcheck("index_select", &move |t| index_select(&t[0], 1, &s2), &[rand_leaf(&[2, 4], 9)], true);
+        let s2 = sel.clone();
+        gradcheck("index_add", &move |t| index_add(&t[0], 1, &s2, &t[1], Scalar::Float(2.5), false), &[rand_leaf(&[2, 4], 10), rand_leaf(&[2, 3], 11)], true);
+        let s2 = sel.clone();
+        gradcheck(
+            "index_add_",
+            &move |t| {
+                let y = crate::ops::copy::clone(&t[0])?;
+                index_add(&y, 0, &ix(vec![1, 1], &[2]), &t[1], Scalar::Int(1), true)?;
+                let _ = &s2;
+                Ok(y)
+            },
+            &[rand_leaf(&[2, 4], 12), rand_leaf(&[2, 4], 13)],
+            true,
+        );
+    }
 }

@@ -214,12 +214,110 @@ mod tests {
     }
 }
 
-// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+// ----- autograd: saves and backward formulas (derivatives.yaml) -----
 
-pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
-    cat_raw(ts, dim)
+use crate::autograd::Recorder;
+
+/// The gradient piece of one input, cast back to that input's dtype.
+fn cast_back(g: Tensor, dtype: DType) -> Result<Tensor> {
+    if g.dtype() == dtype {
+        Ok(g)
+    } else {
+        crate::ops::copy::to_dtype(&g, dtype)
+    }
 }
 
+/// Differentiable `cat` (CatBackward0): each input gets its slice of the gradient (legacy
+/// empty `[0]` inputs get an empty gradient), cast back to its dtype.
+pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    let out = cat_raw(ts, dim)?;
+    let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
+    let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };
+    rec.value("dim", dim);
+    let d = wrap_cat_dim(dim, ts)?;
+    let metas: Vec<(Vec<usize>, DType)> = ts.iter().map(|t| (t.shape().to_vec(), t.dtype())).collect();
+    rec.finish("CatBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        let mut at = 0usize;
+        let mut grads = Vec::with_capacity(metas.len());
+        for (i, (shape, dtype)) in metas.iter().enumerate() {
+            if shape.as_slice() == [0] {
+                grads.push(ctx.needs(i).then(|| Tensor::zeros(&[0], *dtype)));
+                continue;
+            }
+            let d = d.expect("a non-empty input fixes the dim");
+            let len = shape[d];
+            grads.push(if ctx.needs(i) { Some(cast_back(views::narrow(g, d as i64, at as i64, len as i64)?, *dtype)?) } else { None });
+            at += len;
+        }
+        Ok(grads)
+    }));
+    Ok(out)
+}
+
+/// Differentiable `stack` (StackBackward0): input i gets `grad.select(dim, i)`, cast back.
 pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
-    stack_raw(ts, dim)
+    let out = stack_raw(ts, dim)?;
+    let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
+    let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };
+    rec.value("dim", dim);
+    let d = wrap_dim(dim, ts[0].ndim() + 1)? as i64;
+    let dtypes: Vec<DType> = ts.iter().map(|t| t.dtype()).collect();
+    rec.finish("StackBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        dtypes
+            .iter()
+            .enumerate()
+            .map(|(i, &dt)| if ctx.needs(i) { views::select(g, d, i as i64).and_then(|s| cast_back(s, dt)).map(Some) } else { Ok(None) })
+            .collect()
+    }));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn cat_and_stack_route_slices_back() {
+        let a = leaf(vec![1., 2., 3., 4.], &[2, 2]);
+        let b = leaf(vec![5., 6.], &[1, 2]);
+        let out = cat(&[a.clone(), b.clone()], 0).unwrap();
+        assert_eq!(node_name(&out), "CatBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4., 5., 6.], &[3, 2])));
+        assert_eq!(grad(&a), vec![1., 2., 3., 4.]);
+        assert_eq!(grad(&b), vec![5., 6.]);
+
+        let x = leaf(vec![1., 2.], &[2]);
+        let y = leaf(vec![3., 4.], &[2]);
+        let out = stack(&[x.clone(), y.clone()], 1).unwrap();
+        assert_eq!(node_name(&out), "StackBackward0");
+        backward(&out, Some(vals(vec![1., 2., 3., 4.], &[2, 2])));
+        assert_eq!(grad(&x), vec![1., 3.]);
+        assert_eq!(grad(&y), vec![2., 4.]);
+    }
+
+    #[test]
+    fn cat_casts_back_and_skips_legacy_empty() {
+        let a = leaf(vec![1., 2.], &[2]);
+        let e = Tensor::empty(&[0], DType::Int64);
+        let f = Tensor::from_vec(vec![7.0f32], &[1]).unwrap();
+        f.set_requires_grad(true, crate::autograd::meta::RequiresGradEntry::Factory).unwrap();
+        let out = cat(&[a.clone(), e, f.clone()], 0).unwrap();
+        assert_eq!(out.dtype(), DType::Float64);
+        backward(&out, Some(vals(vec![1., 2., 3.], &[3])));
+        assert_eq!(grad(&a), vec![1., 2.]);
+        let gf = f.grad().unwrap();
+        assert_eq!((gf.dtype(), gf.to_vec::<f32>()), (DType::Float32, vec![3.0]));
+    }
+
+    #[test]
+    fn joins_pass_gradcheck() {
+        let ins = [rand_leaf(&[2, 1], 1), rand_leaf(&[2, 3], 2), rand_leaf(&[2, 2], 3)];
+        gradcheck("cat", &|t| cat(t, 1), &ins, true);
+        let ins = [rand_leaf(&[2, 3], 4), rand_leaf(&[2, 3], 5)];
+        gradcheck("stack 0", &|t| stack(t, 0), &ins, true);
+        gradcheck("stack -1", &|t| stack(t, -1), &ins, true);
+    }
 }

@@ -214,14 +214,22 @@ fn batched_product(a: &Operand, b: &Operand, batch: &[usize], count: usize, m: u
 }
 
 /// torch's `should_fold`: fold a ≥3-D operand's batch into matrix rows (one mm/mv instead of
-/// bmm) when the other is 1-D/2-D and that needs no copy. `requires_grad` is not modelled yet
-/// (autograd arrives later); torch also folds when an input requires grad.
+/// bmm) when the other is 1-D/2-D and either that other operand requires grad (so its
+/// gradient is not built batched and then summed) or the fold needs no copy.
 fn should_fold(t1: &Tensor, t2: &Tensor) -> Result<bool> {
     let t1_larger = t1.ndim() >= t2.ndim();
-    let (big, small_ndim) = if t1_larger { (t1.clone(), t2.ndim()) } else { (mt(t2)?, t1.ndim()) };
-    if !(big.ndim() >= 3 && small_ndim <= 2) || t1.ndim() == 2 {
+    let (big_ndim, small_ndim) = if t1_larger { (t1.ndim(), t2.ndim()) } else { (t2.ndim(), t1.ndim()) };
+    if !(big_ndim >= 3 && small_ndim <= 2) {
         return Ok(false);
     }
+    let small_requires_grad = if t1_larger { t2.requires_grad() } else { t1.requires_grad() };
+    if small_requires_grad {
+        return Ok(true);
+    }
+    if t1.ndim() == 2 {
+        return Ok(false);
+    }
+    let big = if t1_larger { t1.clone() } else { mt(t2)? };
     if big.numel() == 0 {
         return Ok(true);
     }
@@ -257,7 +265,10 @@ pub fn matmul_raw(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
         (1, 2) => {
             let r = mm_raw(&views::unsqueeze_raw(t1, 0)?, t2)?;
             let n = r.shape()[1];
-            Ok(reshaped(r, &[n]))
+            // torch squeezes in place (`squeeze_(0)`), which counts as a write: version 1.
+            let out = reshaped(r, &[n]);
+            crate::ops::write::bump_metadata(&out);
+            Ok(out)
         }
         (2, 2) => mm_raw(t1, t2),
         _ if should_fold(t1, t2)? => folded(t1, t2),
@@ -391,24 +402,244 @@ mod tests {
     }
 }
 
-// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+// ----- autograd: saves and backward formulas (derivatives.yaml) -----
 
+use crate::autograd::formulas as fm;
+use crate::autograd::Recorder;
+
+/// Saves `first` under `first_name` when input 0 needs a gradient and `second` when input 1
+/// does (torch saves each operand only for the other's gradient, R13).
+fn save_crossed(rec: &mut Recorder, first_name: &'static str, first: &Tensor, second_name: &'static str, second: &Tensor) -> Result<()> {
+    if rec.needs(0) {
+        rec.save(first_name, first)?;
+    }
+    if rec.needs(1) {
+        rec.save(second_name, second)?;
+    }
+    Ok(())
+}
+
+/// The saved operands in `save_crossed`'s order: (for input 0's gradient, for input 1's).
+fn crossed(ctx: &crate::autograd::node::Ctx) -> (Option<Tensor>, Option<Tensor>) {
+    let mut it = ctx.saved.iter().cloned();
+    let a = if ctx.needs(0) { it.next() } else { None };
+    let b = if ctx.needs(1) { it.next() } else { None };
+    (a, b)
+}
+
+/// Differentiable `mm` (MmBackward0): `grad @ mat2.T` and `self.T @ grad`.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    mm_raw(a, b)
+    let out = mm_raw(a, b)?;
+    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    save_crossed(&mut rec, "mat2", b, "self", a)?;
+    rec.finish("MmBackward0", &[&out], Box::new(|ctx| {
+        let g = ctx.grad();
+        let (mat2, this) = crossed(ctx);
+        let ga = mat2.map(|m| mm(g, &views::t(&m)?)).transpose()?;
+        let gb = this.map(|s| mm(&views::t(&s)?, g)).transpose()?;
+        Ok(vec![ga, gb])
+    }));
+    Ok(out)
 }
 
+/// Differentiable `mv` (MvBackward0): `outer(grad, vec)` and `self.T @ grad`.
 pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
-    mv_raw(a, v)
+    let out = mv_raw(a, v)?;
+    let Some(mut rec) = Recorder::new(&[Some(a), Some(v)])? else { return Ok(out) };
+    save_crossed(&mut rec, "vec", v, "self", a)?;
+    rec.finish("MvBackward0", &[&out], Box::new(|ctx| {
+        let g = ctx.grad();
+        let (vec, this) = crossed(ctx);
+        let ga = vec.map(|v| fm::mul(&views::unsqueeze(g, 1)?, &views::unsqueeze(&v, 0)?)).transpose()?;
+        let gv = this.map(|s| mv(&views::t(&s)?, g)).transpose()?;
+        Ok(vec![ga, gv])
+    }));
+    Ok(out)
 }
 
+/// Differentiable `dot` (DotBackward0): `grad * tensor` and `grad * self`.
 pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    dot_raw(a, b)
+    let out = dot_raw(a, b)?;
+    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    save_crossed(&mut rec, "tensor", b, "self", a)?;
+    rec.finish("DotBackward0", &[&out], Box::new(|ctx| {
+        let g = ctx.grad();
+        let (other, this) = crossed(ctx);
+        Ok(vec![other.map(|o| fm::mul(g, &o)).transpose()?, this.map(|s| fm::mul(g, &s)).transpose()?])
+    }));
+    Ok(out)
 }
 
+/// Differentiable `bmm` (BmmBackward0): `grad @ mat2.mT` and `self.mT @ grad`.
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    bmm_raw(a, b)
+    let out = bmm_raw(a, b)?;
+    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    save_crossed(&mut rec, "mat2", b, "self", a)?;
+    rec.finish("BmmBackward0", &[&out], Box::new(|ctx| {
+        let g = ctx.grad();
+        let (mat2, this) = crossed(ctx);
+        let ga = mat2.map(|m| bmm(g, &views::transpose(&m, 1, 2)?)).transpose()?;
+        let gb = this.map(|s| bmm(&views::transpose(&s, 1, 2)?, g)).transpose()?;
+        Ok(vec![ga, gb])
+    }));
+    Ok(out)
 }
 
+/// torch's `_unsafe_view` of a fresh product: the same memory under a new shape, not a view;
+/// UnsafeViewBackward0 reshapes the gradient back.
+fn unsafe_view(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let out = reshaped(t.fresh_handle(), shape);
+    if let Some(mut rec) = Recorder::new(&[Some(t)])? {
+        rec.value("self_sym_sizes", crate::ops::reduce::py_ints(t.shape()));
+        let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+        rec.finish("UnsafeViewBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(views::reshape(ctx.grad(), &back)?)])));
+    }
+    Ok(out)
+}
+
+/// torch's in-place `squeeze_(0)` of the (1×n) product of a vector and a matrix: the product
+/// itself, reshaped and bumped, with SqueezeBackward4 as its history.
+fn squeeze0_in_place(r: &Tensor) -> Result<Tensor> {
+    let layout = r.layout.squeeze(Some(&[0]))?;
+    let out = Tensor { layout, ..r.fresh_handle() };
+    crate::ops::write::bump_metadata(&out);
+    if let Some(mut rec) = Recorder::new(&[Some(r)])? {
+        rec.value("dim", 0);
+        rec.finish("SqueezeBackward4", &[&out], Box::new(|ctx| Ok(vec![Some(views::unsqueeze(ctx.grad(), 0)?)])));
+    }
+    Ok(out)
+}
+
+/// Differentiable `matmul`: when an operand requires grad, torch's `_matmul_impl` is followed
+/// with differentiable pieces (dot / mv / mm / bmm plus views), so the graph has torch's nodes:
+/// 1-D·2-D ends in SqueezeBackward4, folded and batched products in UnsafeViewBackward0, a
+/// 2-D·≥3-D fold in CloneBackward0; broadcast batch dims reach the inputs through
+/// ExpandBackward0, which sums their gradients.
 pub fn matmul(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
-    matmul_raw(t1, t2)
+    if !(t1.requires_grad() || t2.requires_grad()) {
+        return matmul_raw(t1, t2);
+    }
+    let (d1, d2) = (t1.ndim(), t2.ndim());
+    if d1 == 0 || d2 == 0 {
+        return matmul_raw(t1, t2);
+    }
+    match (d1, d2) {
+        (1, 1) => dot(t1, t2),
+        (2, 1) => mv(t1, t2),
+        (1, 2) => squeeze0_in_place(&mm(&views::unsqueeze(t1, 0)?, t2)?),
+        (2, 2) => mm(t1, t2),
+        _ if should_fold(t1, t2)? => folded_grad(t1, t2),
+        _ => batched_grad(t1, t2),
+    }
+}
+
+/// The fold branch of `_matmul_impl` with differentiable pieces.
+fn folded_grad(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
+    let transpose = t2.ndim() > t1.ndim();
+    let big = if transpose { views::transpose(t2, -2, -1)? } else { t1.clone() };
+    let small = if !transpose { t2.clone() } else if t1.ndim() == 2 { views::t(t1)? } else { t1.clone() };
+    let sizes = big.shape().to_vec();
+    let mut out_shape: Vec<usize> = sizes[..sizes.len() - 1].to_vec();
+    let rows: usize = out_shape.iter().product();
+    let folded = views::reshape(&big, &[rows as i64, sizes[sizes.len() - 1] as i64])?;
+    if small.ndim() == 2 {
+        out_shape.push(small.shape()[1]);
+        let out = unsafe_view(&mm(&folded, &small)?, &out_shape)?;
+        return if transpose { crate::ops::copy::contiguous(&views::transpose(&out, -2, -1)?) } else { Ok(out) };
+    }
+    unsafe_view(&mv(&folded, &small)?, &out_shape)
+}
+
+/// The batched branch of `_matmul_impl`: expand both to the broadcast batch, flatten it, bmm.
+fn batched_grad(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
+    let (d1, d2) = (t1.ndim(), t2.ndim());
+    let (s1, s2) = (t1.shape().to_vec(), t2.shape().to_vec());
+    let n = if d1 > 1 { s1[d1 - 2] } else { 1 };
+    let m1 = s1[d1 - 1];
+    let b1 = &s1[..d1.saturating_sub(2)];
+    let (m2, p) = if d2 > 1 { (s2[d2 - 2], s2[d2 - 1]) } else { (s2[0], 1) };
+    let b2 = &s2[..d2.saturating_sub(2)];
+    // A size-1 batch that would be broadcast goes through the fold instead (torch does this
+    // for the gradient's sake).
+    if d1 == 3 && d2 == 3 && b1[0] != b2[0] {
+        if b1[0] == 1 && t1.requires_grad() {
+            return matmul(&views::squeeze(t1, Some(&[0]))?, t2);
+        }
+        if b2[0] == 1 && t2.requires_grad() {
+            return matmul(t1, &views::squeeze(t2, Some(&[0]))?);
+        }
+    }
+    let batch = broadcast_shapes(b1, b2)?;
+    let count: usize = batch.iter().product();
+    let sizes = |tail: &[usize]| -> Vec<i64> { batch.iter().chain(tail).map(|&d| d as i64).collect() };
+    let (c, n_, m1_, m2_, p_) = (count as i64, n as i64, m1 as i64, m2 as i64, p as i64);
+    let a = views::reshape(&views::expand(t1, &sizes(&[n, m1]))?, &[c, n_, m1_])?;
+    let b = if d2 == 1 {
+        views::unsqueeze(&views::reshape(&views::expand(t2, &sizes(&[m2]))?, &[c, m2_])?, 2)?
+    } else {
+        views::reshape(&views::expand(t2, &sizes(&[m2, p]))?, &[c, m2_, p_])?
+    };
+    let mut out_shape = batch.clone();
+    if d1 > 1 {
+        out_shape.push(n);
+    }
+    if d2 > 1 {
+        out_shape.push(p);
+    }
+    let r = bmm(&a, &b)?;
+    let r = if d2 == 1 { views::squeeze(&r, Some(&[-1]))? } else { r };
+    unsafe_view(&r, &out_shape)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn products_pass_gradcheck_with_torchs_nodes() {
+        let f: &dyn Fn(&[Tensor]) -> Result<Tensor> = &|t| matmul(&t[0], &t[1]);
+        let cases: Vec<(&[usize], &[usize], &str)> = vec![
+            (&[3, 4], &[4, 2], "MmBackward0"),
+            (&[3, 4], &[4], "MvBackward0"),
+            (&[4], &[4], "DotBackward0"),
+            (&[4], &[4, 2], "SqueezeBackward4"),
+            (&[2, 3, 4], &[4, 2], "UnsafeViewBackward0"),
+            (&[2, 3, 4], &[4], "UnsafeViewBackward0"),
+            (&[4], &[2, 4, 3], "UnsafeViewBackward0"),
+            (&[3, 4], &[2, 4, 5], "CloneBackward0"),
+            (&[2, 3, 4], &[2, 4, 5], "UnsafeViewBackward0"),
+            (&[2, 1, 3, 4], &[5, 4, 2], "UnsafeViewBackward0"),
+            (&[1, 3, 4], &[2, 4, 5], "CloneBackward0"),
+            (&[2, 3, 4], &[1, 4, 5], "UnsafeViewBackward0"),
+            (&[2, 2, 3], &[3], "UnsafeViewBackward0"),
+            (&[3], &[2, 1, 3, 2], "UnsafeViewBackward0"),
+        ];
+        for (i, (sa, sb, name)) in cases.into_iter().enumerate() {
+            let (a, b) = (rand_leaf(sa, 2 * i as u64), rand_leaf(sb, 2 * i as u64 + 1));
+            let out = matmul(&a, &b).unwrap();
+            assert_eq!(node_name(&out), name, "{:?} @ {:?}", sa, sb);
+            let plain = matmul_raw(&vals(a.to_vec(), sa), &vals(b.to_vec(), sb)).unwrap();
+            assert_eq!(out.shape(), plain.shape(), "{:?} @ {:?}", sa, sb);
+            assert!(close(&out.to_vec::<f64>(), &plain.to_vec::<f64>()), "{:?} @ {:?}", sa, sb);
+            gradcheck(&format!("matmul {:?} @ {:?}", sa, sb), f, &[a, b], true);
+        }
+        gradcheck("bmm", &|t| bmm(&t[0], &t[1]), &[rand_leaf(&[2, 3, 4], 50), rand_leaf(&[2, 4, 2], 51)], true);
+        // Only one operand requiring grad: the other is a constant of the closure.
+        let c = vals(values(8, 52), &[4, 2]);
+        gradcheck("matmul one side", &move |t| matmul(&t[0], &c), &[rand_leaf(&[2, 3, 4], 53)], false);
+    }
+
+    #[test]
+    fn saves_follow_the_needed_gradients() {
+        let a = rand_leaf(&[2, 3], 1);
+        let b = vals(values(6, 2), &[3, 2]);
+        let out = mm(&a, &b).unwrap();
+        let node = out.grad_fn().unwrap().unwrap();
+        let saved: Vec<&str> = node.body().saved().iter().map(|(n, _)| *n).collect();
+        assert_eq!(saved, vec!["mat2"]);
+        // 1-D @ 2-D squeezes in place: version 1, as torch.
+        assert_eq!(matmul(&vals(vec![1., 2., 3.], &[3]), &b).unwrap().version(), 1);
+        assert_eq!(matmul(&rand_leaf(&[3], 4), &b).unwrap().version(), 1);
+    }
 }

@@ -73,8 +73,47 @@ mod tests {
     }
 }
 
-// ----- autograd (differentiable entry points; formulas to be filled in beside each op) -----
+// ----- autograd: saves and backward formulas (derivatives.yaml) -----
 
+/// Differentiable `masked_select` (MaskedSelectBackward0: saves mask and self). The gradient
+/// is written into zeros of the broadcast shape at the mask's positions (torch's
+/// `masked_scatter`, here an index_put with the broadcast mask), then summed to self's shape.
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    masked_select_raw(x, mask)
+    let out = masked_select_raw(x, mask)?;
+    let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? else { return Ok(out) };
+    rec.save("mask", mask)?;
+    rec.save("self", x)?;
+    let x_shape = x.shape().to_vec();
+    rec.finish("MaskedSelectBackward0", &[&out], Box::new(move |ctx| {
+        let (g, mask) = (ctx.grad(), ctx.saved(0));
+        let shape = broadcast_shapes(mask.shape(), &x_shape)?;
+        let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let full_mask = mask.view_as_layout(mask.layout.expand(&sizes)?);
+        let zeros = crate::autograd::formulas::zeros(&shape, g.dtype());
+        let filled = crate::ops::advanced::index_put(&zeros, &[Some(full_mask)], g, false)?;
+        Ok(vec![Some(crate::autograd::formulas::sum_to(&filled, &x_shape)?)])
+    }));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn masked_select_scatters_back_and_sums_broadcast() {
+        let x = leaf(vec![1., 2., 3.], &[3]);
+        let m = Tensor::from_vec(vec![true, false, true, false, false, true], &[2, 3]).unwrap();
+        let out = masked_select(&x, &m).unwrap();
+        assert_eq!(node_name(&out), "MaskedSelectBackward0");
+        backward(&out, Some(vals(vec![10., 20., 30.], &[3])));
+        assert_eq!(grad(&x), vec![10., 0., 50.]);
+    }
+
+    #[test]
+    fn masked_select_passes_gradcheck() {
+        let m = Tensor::from_vec(vec![true, false, true, true, false, false], &[2, 1, 3]).unwrap();
+        gradcheck("masked_select", &move |t| masked_select(&t[0], &m), &[rand_leaf(&[4, 3], 1)], true);
+    }
 }
