@@ -189,8 +189,13 @@ impl Backward for CopySlices {
         let Some(grad) = grads.into_iter().next().flatten() else { return Ok(vec![None; func.next.len()]) };
         let result = zeros_like_layout(&self.base);
         crate::ops::copy::copy_(&result, &grad)?;
-        let slice = Tensor { layout: relative_layout(&self.view, &self.base.layout, &result.layout), ..result.fresh_handle() };
-        let slice_grad = crate::ops::copy::clone_raw(&slice);
+        // The region under the view, as a real (differentiable) view of `result`, so that under
+        // create_graph the double-backward graph sees every step.
+        let rel = relative_layout(&self.view, &self.base.layout, &result.layout);
+        let size: Vec<i64> = rel.shape.iter().map(|&d| d as i64).collect();
+        let stride: Vec<i64> = rel.strides.iter().map(|&d| d as i64).collect();
+        let slice = crate::ops::views::as_strided(&result, &size, &stride, Some(rel.offset as i64))?;
+        let slice_grad = crate::ops::copy::clone(&slice)?;
         let res = func.apply(vec![Some(slice_grad)])?;
         match &res.first().cloned().flatten() {
             Some(g0) => crate::ops::copy::copy_(&slice, g0)?,

@@ -1122,9 +1122,8 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
         use crate::autograd::formulas::*;
         let (g, m) = (ctx.grad(), ctx.saved(0));
         let gx = if ctx.needs(0) { Some(sum_to(&zero_where(g, m)?, &x_shape)?) } else { None };
-        let mut out = vec![gx];
+        let mut out = vec![gx, None];
         if ctx.needs.len() > 2 {
-            out.push(None);
             out.push(if ctx.needs(2) { Some(crate::ops::reduce::sum(&zero_where(g, &not(m)?)?, None, false, None)?) } else { None });
         }
         Ok(out)

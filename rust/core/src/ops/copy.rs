@@ -227,6 +227,8 @@ pub fn zero_(dst: &Tensor) -> Result<()> {
 pub fn fill_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
     let _blame = crate::autograd::blame::op("fill_");
     let rec = crate::autograd::Recorder::inplace(dst, &[Some(value)])?;
+    // fill_(Tensor) refuses overlapping destinations, unlike fill_(number)
+    crate::ops::write::check_no_internal_overlap(dst)?;
     fill_inplace_raw(dst, value.item()?)?;
     if let Some(rec) = rec {
         rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
