@@ -430,7 +430,7 @@ impl TensorBase {
     fn set_data(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let src = tensor_of(value, "data")?;
         let mut me = slf.borrow_mut();
-        me.t = Tensor { storage: src.storage.clone(), layout: src.layout.clone(), version: me.t.version.clone(), meta: me.t.meta.clone() };
+        me.t.set_data(&src);
         Ok(())
     }
 

@@ -44,6 +44,9 @@ pub struct AutogradMeta {
     pub view: Option<ViewMeta>,
     /// Created in inference mode: no version tracking allowed outside it (R42).
     pub inference: bool,
+    /// `x.data = y` gives x new memory (same identity, same version counter); handles taken
+    /// earlier (saved tensors) read it from here, as torch's saved variables see the swap (R16).
+    pub replaced_data: Option<(Arc<crate::storage::Storage>, crate::layout::Layout)>,
     /// The binding's Python object for this tensor (a borrowed pointer it keeps current), so a
     /// tensor met twice is the same Python object (`x.grad is x.grad`).
     pub py_object: usize,
@@ -181,6 +184,21 @@ impl Tensor {
 
     pub fn set_grad(&self, g: Option<Tensor>) {
         self.meta.lock().grad = g;
+    }
+
+    /// `x.data = src`: this tensor now shows `src`'s memory and layout (no version bump, R4).
+    pub fn set_data(&mut self, src: &Tensor) {
+        self.storage = src.storage.clone();
+        self.layout = src.layout.clone();
+        self.meta.lock().replaced_data = Some((src.storage.clone(), src.layout.clone()));
+    }
+
+    /// This handle with the memory a later `x.data = ...` installed, if any.
+    pub fn current_data(&self) -> Tensor {
+        match self.meta.lock().replaced_data.clone() {
+            Some((storage, layout)) => Tensor { storage, layout, version: self.version.clone(), meta: self.meta.clone() },
+            None => self.clone(),
+        }
     }
 
     pub fn is_inference(&self) -> bool {

@@ -72,7 +72,7 @@ impl SavedTensor {
                 return Ok(h);
             }
         }
-        Ok(t.clone())
+        Ok(t.current_data())
     }
 
     fn version_message(&self, t: &Tensor, node: &Node, now: u64) -> String {
