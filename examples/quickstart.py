@@ -58,6 +58,23 @@ print("x[0] += 1 bumps the version by", x._version - before, "(as torch: rule R2
 section("reductions and products")
 print("sum:", x.sum().item(), "| max over dim 1:", x.max(1).values, "| x @ x.t():", (x @ x.t()).shape)
 
+section("autograd: gradients, saved tensors and the version check")
+w = mg.tensor([0.5, 1.5], requires_grad=True)
+h = w * 2
+out = (h.sin() * h).sum()
+out.backward()
+print("grad_fn:", out.grad_fn.name(), "| w.grad:", w.grad)
+h2 = w * 1
+s2 = h2.sin()                  # SinBackward0 saves its input h2 (at version 0)
+h2.mul_(2)                     # ... which this in-place op changes (version 1)
+try:
+    s2.sum().backward()
+except RuntimeError as e:
+    print("RuntimeError:", str(e).split(" Hint:")[0])
+z = mg.tensor([-1.0], requires_grad=True).clone()
+r = z.relu_()                  # the same object, its history rebased onto ReluBackward0
+print("relu_ returns self:", r is z, "| grad(relu_(z), z):", mg.autograd.grad(r, (z,))[0], "(rule R20)")
+
 section("errors read like torch's")
 for bad in (lambda: mg.zeros(3).add_(mg.zeros(2, 3)), lambda: mg.zeros(3).expand(2, 3).mul_(2),
             lambda: mg.arange(6).view(4, -1)):
