@@ -57,7 +57,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
 
 def _check_outputs(outputs):
     for i, out in enumerate(outputs):
-        if not out.requires_grad:
+        if out._gradient_edge()[0] is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
@@ -88,9 +88,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
     inputs_tuple = _as_tuple(inputs)
-    for t in inputs_tuple:
-        if not isinstance(t, graph.GradientEdge) and not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = list(_as_tuple(grad_outputs)) or [None] * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad requires one grad_output per output (got {len(grads)} for {len(outputs)})")
@@ -98,6 +95,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     _check_outputs(outputs)
+    for t in inputs_tuple:
+        if not isinstance(t, graph.GradientEdge) and not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     result = _C._run_backward(list(outputs), grads, bool(retain_graph), bool(create_graph), list(inputs_tuple), False)
     result = list(result)
     for i, r in enumerate(result):

@@ -279,7 +279,7 @@ impl TensorBase {
 
     #[getter]
     fn is_leaf(&self) -> PyResult<bool> {
-        self.t.is_leaf().map_err(to_py)
+        Ok(self.t.grad_fn().map_err(to_py)?.is_none())
     }
 
     #[getter]

@@ -26,6 +26,11 @@ pub fn run<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> minigrad_co
         Err(p) => Err(ErrOrPanic::Panic(panic_message(p))),
     };
     let out = if work >= GIL_RELEASE_ELEMS { py.detach(guarded) } else { guarded() };
+    // UserWarnings the core queued (deprecations, anomaly mode) are raised as Python warnings.
+    for w in minigrad_core::autograd::mode::take_warnings() {
+        let warnings = py.import("warnings")?;
+        warnings.call_method1("warn", (w, py.get_type::<pyo3::exceptions::PyUserWarning>(), 2))?;
+    }
     out.map_err(|e| match e {
         ErrOrPanic::Err(e) => to_py(e),
         ErrOrPanic::Panic(m) => PyRuntimeError::new_err(format!("minigrad internal error (please report): {}", m)),

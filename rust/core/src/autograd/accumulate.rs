@@ -30,6 +30,10 @@ pub fn grad_accumulator(t: &Tensor) -> Arc<Node> {
 impl Backward for AccumulateGrad {
     fn apply(&mut self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let Some(mut g) = grads.into_iter().next().flatten() else { return Ok(Vec::new()) };
+        // A leaf whose requires_grad was switched off after the graph was built gets nothing.
+        if !self.variable.requires_grad() {
+            return Ok(Vec::new());
+        }
         g = run_tensor_hooks(&self.variable, g)?;
         accumulate(&self.variable, g)?;
         Ok(Vec::new())

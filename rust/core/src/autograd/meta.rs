@@ -143,8 +143,10 @@ impl Tensor {
         Ok(())
     }
 
+    /// torch's C++ `is_leaf`: no grad_fn recorded (a stale view is not regenerated here; the
+    /// Python property `is_leaf` reads the regenerated `grad_fn()` instead).
     pub fn is_leaf(&self) -> crate::Result<bool> {
-        Ok(self.grad_fn()?.is_none())
+        Ok(self.meta.lock().grad_fn.is_none())
     }
 
     /// The grad_fn without regenerating a stale view's node (for messages and introspection).
@@ -162,7 +164,9 @@ impl Tensor {
         if let Some(f) = self.grad_fn()? {
             return Ok(Edge { node: Some(f), input_nr: self.output_nr() });
         }
-        if self.requires_grad() {
+        // Only a tensor's own flag gets an AccumulateGrad: a view that requires grad through its
+        // base but has no grad_fn (made under no_grad) leads nowhere, as in torch.
+        if self.meta.lock().requires_grad {
             return Ok(Edge { node: Some(super::accumulate::grad_accumulator(self)), input_nr: 0 });
         }
         Ok(Edge::none())

@@ -29,6 +29,21 @@ fn input_meta(t: Option<&Tensor>) -> InputMeta {
     }
 }
 
+/// What torch does before an op's kernel runs: collecting the inputs' gradient edges, which
+/// regenerates stale view histories and raises their errors (R39, R41) before any shape error
+/// of the forward. Ops call this first; `Recorder::new` after the kernel then finds them fresh.
+pub fn precheck(inputs: &[Option<&Tensor>]) -> Result<()> {
+    if !mode::is_grad_enabled() {
+        return Ok(());
+    }
+    for t in inputs.iter().flatten() {
+        if t.is_view() && t.requires_grad() {
+            t.grad_fn()?;
+        }
+    }
+    Ok(())
+}
+
 /// Grad mode on and some input requires grad: the op must record.
 pub fn should_record(inputs: &[Option<&Tensor>]) -> bool {
     mode::is_grad_enabled() && inputs.iter().flatten().any(|t| t.requires_grad())

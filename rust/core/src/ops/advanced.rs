@@ -581,8 +581,9 @@ fn index_put_formula(ctx: &crate::autograd::node::Ctx, present: &[bool], accumul
 /// Differentiable `x[indices]` (IndexBackward0: saves the indices; the gradient is
 /// accumulated into zeros shaped like x at the indexed positions).
 pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = index_raw(x, indices)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("self_sym_sizes", crate::ops::reduce::py_ints(x.shape()));
     let present = save_indices(&mut rec, indices)?;
     let shape = x.shape().to_vec();
@@ -608,8 +609,9 @@ pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accum
 
 /// Differentiable `x.index_put(indices, values, accumulate)` (IndexPutBackward0).
 pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x), Some(values)])?;
     let out = index_put_raw(x, indices, values, accumulate)?;
-    let Some(mut rec) = Recorder::new(&[Some(x), Some(values)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("accumulate", crate::ops::reduce::py_bool(accumulate));
     let present = save_indices(&mut rec, indices)?;
     let values_shape = values.shape().to_vec();

@@ -684,7 +684,12 @@ pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -
         })
     };
     if in_place {
-        write(&target, &[mask], |reads| {
+        // torch fills an expanded tensor too (deprecated, with a warning); the kernel's plan
+        // writes self-overlapping destinations serially.
+        if target.layout.has_internal_overlap() {
+            crate::autograd::mode::push_warning("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar".into());
+        }
+        crate::ops::write::write_overlapping(&target, &[mask], |reads| {
             body(&target, &reads[0].0);
             Ok(())
         })?;
@@ -897,6 +902,7 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
     if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
         if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
             let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;
@@ -958,6 +964,7 @@ fn inplace_name(op: BinaryOp) -> &'static str {
 
 /// Differentiable `where(cond, a, b)`: WhereBackward0 saves only the condition.
 pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
     let out = where_raw(cond, a, b)?;
     if !out.dtype().is_floating() {
         return Ok(out);
@@ -999,6 +1006,7 @@ fn not(m: &Tensor) -> Result<Tensor> {
 /// Differentiable clamp with number bounds; `node` is torch's name for the API used
 /// (`ClampBackward1`, `ClampMinBackward0`, `ClampMaxBackward0`).
 pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool, node: &'static str) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
         let lo = min.map(Arg::Scalar);
         let hi = max.map(Arg::Scalar);
@@ -1026,6 +1034,7 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
 
 /// Differentiable clamp with tensor bounds (ClampBackward0 / ClampMinBackward1 / ClampMaxBackward1).
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool, node: &'static str) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x), min, max])?;
     let (smin, smax) = (min.map(|t| t.shape().to_vec()), max.map(|t| t.shape().to_vec()));
     let (has_min, has_max) = (min.is_some(), max.is_some());
     let x_shape = x.shape().to_vec();
@@ -1115,6 +1124,7 @@ pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -
 /// Differentiable `masked_fill(mask, value)`: MaskedFillBackward0 for a number (saves the mask),
 /// MaskedFillBackward1 for a 0-d tensor value (which also gets a gradient).
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x), value.tensor()])?;
     let value_t = value.tensor();
     let node = if value_t.is_some() { "MaskedFillBackward1" } else { "MaskedFillBackward0" };
     let x_shape = x.shape().to_vec();

@@ -563,8 +563,9 @@ fn recorder(x: &Tensor, operands: &[Option<&Tensor>], in_place: bool) -> Result<
 /// Differentiable `gather` (GatherBackward0: saves self and index; the gradient is
 /// scatter-added into zeros shaped like self).
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = gather_raw(x, dim, index)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("dim", dim);
     rec.value("sparse_grad", py_bool(false));
     rec.save("self", x)?;
@@ -633,8 +634,9 @@ pub fn scatter_add(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_place:
 
 /// Differentiable `index_select` (IndexSelectBackward0: the gradient index-added into zeros).
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = index_select_raw(x, dim, index)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("dim", dim);
     rec.value("self_sym_sizes", crate::ops::reduce::py_ints(x.shape()));
     rec.save("index", index)?;

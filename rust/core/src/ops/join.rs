@@ -230,6 +230,7 @@ fn cast_back(g: Tensor, dtype: DType) -> Result<Tensor> {
 /// Differentiable `cat` (CatBackward0): each input gets its slice of the gradient (legacy
 /// empty `[0]` inputs get an empty gradient), cast back to its dtype.
 pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    crate::autograd::record::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
     let out = cat_raw(ts, dim)?;
     let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
     let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };
@@ -257,6 +258,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
 
 /// Differentiable `stack` (StackBackward0): input i gets `grad.select(dim, i)`, cast back.
 pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
+    crate::autograd::record::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
     let out = stack_raw(ts, dim)?;
     let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
     let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };

@@ -429,8 +429,9 @@ fn crossed(ctx: &crate::autograd::node::Ctx) -> (Option<Tensor>, Option<Tensor>)
 
 /// Differentiable `mm` (MmBackward0): `grad @ mat2.T` and `self.T @ grad`.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(a), Some(b)])?;
     let out = mm_raw(a, b)?;
-    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     save_crossed(&mut rec, "mat2", b, "self", a)?;
     rec.finish("MmBackward0", &[&out], Box::new(|ctx| {
         let g = ctx.grad();
@@ -444,8 +445,9 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Differentiable `mv` (MvBackward0): `outer(grad, vec)` and `self.T @ grad`.
 pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(a), Some(v)])?;
     let out = mv_raw(a, v)?;
-    let Some(mut rec) = Recorder::new(&[Some(a), Some(v)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     save_crossed(&mut rec, "vec", v, "self", a)?;
     rec.finish("MvBackward0", &[&out], Box::new(|ctx| {
         let g = ctx.grad();
@@ -459,8 +461,9 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
 
 /// Differentiable `dot` (DotBackward0): `grad * tensor` and `grad * self`.
 pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(a), Some(b)])?;
     let out = dot_raw(a, b)?;
-    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     save_crossed(&mut rec, "tensor", b, "self", a)?;
     rec.finish("DotBackward0", &[&out], Box::new(|ctx| {
         let g = ctx.grad();
@@ -472,8 +475,9 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Differentiable `bmm` (BmmBackward0): `grad @ mat2.mT` and `self.mT @ grad`.
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(a), Some(b)])?;
     let out = bmm_raw(a, b)?;
-    let Some(mut rec) = Recorder::new(&[Some(a), Some(b)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     save_crossed(&mut rec, "mat2", b, "self", a)?;
     rec.finish("BmmBackward0", &[&out], Box::new(|ctx| {
         let g = ctx.grad();

@@ -79,8 +79,9 @@ mod tests {
 /// is written into zeros of the broadcast shape at the mask's positions (torch's
 /// `masked_scatter`, here an index_put with the broadcast mask), then summed to self's shape.
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let rec = crate::autograd::Recorder::new(&[Some(x)])?;
     let out = masked_select_raw(x, mask)?;
-    let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.save("mask", mask)?;
     rec.save("self", x)?;
     let x_shape = x.shape().to_vec();

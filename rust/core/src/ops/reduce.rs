@@ -658,8 +658,9 @@ fn any_true(m: &Tensor) -> Result<bool> {
 /// Differentiable `sum(dim, keepdim, dtype=)`: SumBackward0 (no dims) / SumBackward1; the
 /// gradient is expanded back over the reduced dims.
 pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = sum_raw(x, dims, keepdim, dtype)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     let name = if dims.is_none() && !keepdim { "SumBackward0" } else { "SumBackward1" };
     if name == "SumBackward1" {
         rec.value("dim", py_opt_ints(dims));
@@ -674,8 +675,9 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
 
 /// Differentiable `mean`: MeanBackward0 / MeanBackward1, the expanded gradient over the count.
 pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = mean_raw(x, dims, keepdim, dtype)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     let name = if dims.is_none() && !keepdim { "MeanBackward0" } else { "MeanBackward1" };
     if name == "MeanBackward1" {
         rec.value("dim", py_opt_ints(dims));
@@ -728,8 +730,9 @@ fn prod_backward(g: &Tensor, x: &Tensor, r: &Tensor, dim: Option<usize>, keepdim
 
 /// Differentiable `prod`: ProdBackward0 (all) / ProdBackward1 (one dim); saves self and result.
 pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = prod_raw(x, dim, keepdim, dtype)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     let name = if dim.is_some() { "ProdBackward1" } else { "ProdBackward0" };
     if let Some(d) = dim {
         rec.value("dim", d);
@@ -749,8 +752,9 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -
 /// Differentiable `amax`/`amin` (AmaxBackward0 / AminBackward0): the gradient is shared evenly
 /// among the elements equal to the result.
 pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = amax_raw(x, dims, keepdim, is_max)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("dim", py_ints(dims));
     rec.value("keepdim", py_bool(keepdim));
     rec.save("self", x)?;
@@ -771,8 +775,9 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
 /// Differentiable `max()`/`min()` of all elements (MaxBackward1 / MinBackward1): torch's
 /// evenly_distribute_backward (ties share the gradient; a NaN result goes to the NaNs).
 pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = max_all_raw(x, is_max)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.save("self", x)?;
     rec.save_output("result", &out, 0);
     let name = if is_max { "MaxBackward1" } else { "MinBackward1" };
@@ -793,6 +798,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
 /// Differentiable `max(dim)`/`min(dim)` (MaxBackward0 / MinBackward0): saves the indices; the
 /// gradient is scattered to them.
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     let (values, indices) = max_dim_raw(x, dim, keepdim, is_max)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((values, indices)) };
     rec.value("dim", dim);
@@ -839,6 +845,7 @@ fn var_backward(g: &Tensor, x: &Tensor, dims: Option<&[i64]>, correction: f64, k
 
 /// Differentiable `var`/`std` (VarBackward0 saves self; StdBackward0 also its result).
 pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     let (out, warn) = var_raw(x, dims, correction, keepdim, sqrt)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((out, warn)) };
     rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
@@ -896,8 +903,9 @@ fn norm_backward(g: &Tensor, x: &Tensor, r: &Tensor, ord: f64, rd: &[usize], kee
 
 /// Differentiable `linalg.vector_norm` (LinalgVectorNormBackward0: saves self and result).
 pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = vector_norm_raw(x, ord, dims, keepdim, dtype)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("dim", py_opt_ints(dims));
     rec.value("keepdim", py_bool(keepdim));
     rec.value("ord", py_number(if ord.fract() == 0.0 && ord.is_finite() { Scalar::Int(ord as i64) } else { Scalar::Float(ord) }));
@@ -910,8 +918,9 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dt
 
 /// Differentiable `logsumexp` (LogsumexpBackward0): `grad * exp(self - result)`.
 pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
     let out = logsumexp_raw(x, dims, keepdim)?;
-    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let Some(mut rec) = rec else { return Ok(out) };
     rec.value("dim", py_ints(dims));
     rec.value("keepdim", py_bool(keepdim));
     rec.save("self", x)?;
@@ -928,6 +937,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
 /// Differentiable `softmax`/`log_softmax` (SoftmaxBackward0 / LogSoftmaxBackward0, saving the
 /// result). With `dtype=` the input is cast first, as torch does (ToCopyBackward0 before it).
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     let xx = match dtype {
         Some(d) if d != x.dtype() && crate::autograd::record::should_record(&[Some(x)]) => {
             wrap_dim(dim, x.ndim())?;

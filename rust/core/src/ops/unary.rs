@@ -393,6 +393,7 @@ fn gelu_cdf(x: &Tensor) -> Result<Tensor> {
 
 /// Differentiable `op(x)`.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     let out = unary_raw(op, x)?;
     let (Some(saves), Some(mut rec)) = (op.saves(), crate::autograd::Recorder::new(&[Some(x)])?) else { return Ok(out) };
     if !out.dtype().is_floating() {
@@ -472,6 +473,7 @@ impl ParamUnary {
 
 /// Differentiable `leaky_relu` / `elu` (`in_place` writes `x` and returns it).
 pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x)])?;
     if !in_place {
         let out = map_float_raw(x, false, op.f(), op.name())?;
         if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {

@@ -124,6 +124,21 @@ pub fn write<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce(&[(Tensor, 
     Ok(out)
 }
 
+/// `write` for the ops torch lets write a self-overlapping (expanded) destination after a
+/// deprecation warning (`masked_fill_`): the kernel must write such a destination serially.
+pub fn write_overlapping<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce(&[(Tensor, Alias)]) -> Result<R>) -> Result<R> {
+    let prepared = reads
+        .iter()
+        .map(|&r| match alias_of(dst, r)? {
+            Alias::Other => Ok((contiguous_copy(r, r.dtype()), Alias::None)),
+            a => Ok((r.clone(), a)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = kernel(&prepared)?;
+    dst.version.bump();
+    Ok(out)
+}
+
 /// Bumps the version without writing data: in-place metadata ops (`t_`, `squeeze_`, ... R3).
 pub fn bump_metadata(dst: &Tensor) {
     dst.version.bump();
