@@ -209,7 +209,10 @@ pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
     let s: Vec<i64> = out.shape().iter().map(|&d| d as i64).collect();
     if out.same_storage(t) {
-        return record_view("ViewBackward0", t, &[out], Arc::new(move |z| one(view_raw(z, &s))));
+        // torch: a contiguous input is `view`ed; a strided one that still allows a view goes
+        // through `_reshape_alias`.
+        let name = if t.is_contiguous() { "ViewBackward0" } else { "ReshapeAliasBackward0" };
+        return record_view(name, t, &[out], Arc::new(move |z| one(view_raw(z, &s))));
     }
     if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
         let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
