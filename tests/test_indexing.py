@@ -447,11 +447,23 @@ def test_advanced_writes_into_expanded_tensors_are_refused():
     # Deliberate divergence: torch only warns ("Use of index_put_ on expanded tensors is
     # deprecated") and writes each memory location several times; minigrad raises the
     # internal-overlap error, as every other write into an expanded tensor does.
-    for key in [[0], mg.tensor([True, False, True])]:
+    for key, value in [([0], 1.0), (mg.tensor([True, False, True]), mg.ones(2, 4))]:
         m = mg.zeros(1, 4).expand(3, 4)
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
-            m[key] = 1.0
+            m[key] = value
         assert m._version == 0
+
+
+def test_mask_fill_of_an_expanded_tensor_matches_torch():
+    # One value through a bool mask is torch's masked_fill_, which writes expanded tensors
+    # (with a deprecation warning); minigrad does the same.
+    m, t = mg.zeros(1, 4).expand(3, 4), torch.zeros(1, 4).expand(3, 4)
+    with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
+        m[mg.tensor([True, False, True])] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t[torch.tensor([True, False, True])] = 1.0
+    assert m.tolist() == t.tolist() and m._version == t._version
 
 
 # ----- x[key] += v -----

@@ -248,15 +248,7 @@ pub fn fill_(py: Python<'_>, x: &Bound<'_, TensorBase>, value: &Bound<'_, PyAny>
     let t = x.borrow().t.clone();
     match to_arg(value, "fill_")? {
         Arg::Scalar(v) => run(py, t.numel(), move || copy::fill_(&t, v))?,
-        Arg::Tensor(v) => {
-            if v.ndim() != 0 {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
-                    v.ndim()
-                )));
-            }
-            run(py, t.numel(), move || copy::fill_tensor_(&t, &v))?
-        }
+        Arg::Tensor(v) => run(py, t.numel(), move || copy::fill_tensor_(&t, &v))?,
     };
     Ok(x.clone().into_any().unbind())
 }

@@ -213,7 +213,12 @@ impl TensorBase {
             None => None,
             Some(d) => Some(int_list_arg(d, "squeeze", "dim", 1)?),
         };
-        let t = with_t(slf, 0, |x| views::squeeze(x, dims.as_deref()))?;
+        // squeeze(0) and squeeze((0,)) are different overloads (SqueezeBackward1 / 2)
+        let single = dim.is_some_and(is_int_like);
+        let t = with_t(slf, 0, |x| match (single, dims.as_deref()) {
+            (true, Some([d])) => views::squeeze_dim(x, *d),
+            (_, dims) => views::squeeze(x, dims),
+        })?;
         wrap_view(slf.py(), t, slf)
     }
 

@@ -134,8 +134,13 @@ impl Tensor {
             return Err(crate::Error::Runtime(msg.into()));
         }
         if !self.is_leaf()? {
+            if matches!(entry, RequiresGradEntry::Setter) {
+                // the attribute setter refuses any change on a non-leaf
+                let extra = if on { "" } else { " If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()." };
+                return Err(crate::Error::Runtime(format!("you can only change requires_grad flags of leaf variables.{}", extra)));
+            }
             if on {
-                return Ok(()); // a no-op on non-leaves (R30)
+                return Ok(()); // requires_grad_(True) is a no-op on non-leaves (R30)
             }
             return Err(crate::Error::Runtime("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().".into()));
         }

@@ -227,6 +227,9 @@ pub fn zero_(dst: &Tensor) -> Result<()> {
 pub fn fill_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
     let _blame = crate::autograd::blame::op("fill_");
     let rec = crate::autograd::Recorder::inplace(dst, &[Some(value)])?;
+    if value.ndim() != 0 {
+        return Err(crate::Error::Runtime(format!("fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim())));
+    }
     // fill_(Tensor) refuses overlapping destinations, unlike fill_(number)
     crate::ops::write::check_no_internal_overlap(dst)?;
     fill_inplace_raw(dst, value.item()?)?;

@@ -260,17 +260,21 @@ pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
     Ok(out)
 }
 
-/// SqueezeBackward0 (all dims), 1 (one dim), 2 (a list of dims), as torch names them.
+/// `squeeze()` (SqueezeBackward0) and `squeeze(dims)` with a list of dims (SqueezeBackward2).
 pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::autograd::record::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, dims)?;
     let d = dims.map(|d| d.to_vec());
-    let name = match dims {
-        None => "SqueezeBackward0",
-        Some([_]) => "SqueezeBackward1",
-        Some(_) => "SqueezeBackward2",
-    };
+    let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward2" };
     record_view(name, t, &[&out], Arc::new(move |z| one(squeeze_raw(z, d.as_deref()))))?;
+    Ok(out)
+}
+
+/// `squeeze(dim)` with one int dim (SqueezeBackward1).
+pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(t)])?;
+    let out = squeeze_raw(t, Some(&[dim]))?;
+    record_view("SqueezeBackward1", t, &[&out], Arc::new(move |z| one(squeeze_raw(z, Some(&[dim])))))?;
     Ok(out)
 }
 
@@ -356,7 +360,10 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
 pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::autograd::record::precheck(&[Some(t)])?;
     let outs = chunk_raw(t, chunks, dim)?;
-    record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| chunk_raw(z, chunks, dim)))?;
+    // chunk of an empty dim goes through split_with_sizes in torch
+    let empty = t.ndim() > 0 && crate::shape::wrap_dim(dim, t.ndim()).is_ok_and(|d| t.shape()[d] == 0);
+    let name = if empty { "SplitWithSizesBackward0" } else { "SplitBackward0" };
+    record_pieces(name, t, &outs, Arc::new(move |z| chunk_raw(z, chunks, dim)))?;
     Ok(outs)
 }
 
