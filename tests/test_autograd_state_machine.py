@@ -66,7 +66,9 @@ STEPS = 12
 BOUND = 100.0  # every value in the pool stays finite and within [-BOUND, BOUND]
 MIN_DIVISOR = 0.25
 MAX_LIVE = 10
-TOL = {"float32": (1e-4, 1e-3), "float64": (1e-9, 1e-9)}  # (rtol, atol)
+# (rtol, atol). float64 tensors here often carry values computed in float32 (mixed-dtype ops
+# and gradients flowing back through float32 nodes), whose summation order is unspecified.
+TOL = {"float32": (1e-4, 1e-3), "float64": (1e-6, 1e-6)}
 ARGPARSER = "received an invalid combination of arguments"  # compared by type only (as in test_errors)
 
 SHAPES = [(), (3,), (4,), (2, 3), (1, 3), (2, 1)]

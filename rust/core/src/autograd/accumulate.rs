@@ -17,14 +17,20 @@ pub struct AccumulateGrad {
 
 /// The leaf's AccumulateGrad node, created on first use and shared while the graph holds it.
 pub fn grad_accumulator(t: &Tensor) -> Arc<Node> {
-    let mut m = t.meta.lock();
-    if let Some(n) = m.grad_accumulator.upgrade() {
+    if let Some(n) = t.meta.lock().grad_accumulator.upgrade() {
         return n;
     }
+    // Built without holding the lock (anomaly mode may call into Python while building).
     let inputs = vec![InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() }];
     let node = Node::new_accumulate(inputs, Box::new(AccumulateGrad { variable: t.clone() }));
-    m.grad_accumulator = Arc::downgrade(&node);
-    node
+    let mut m = t.meta.lock();
+    match m.grad_accumulator.upgrade() {
+        Some(n) => n,
+        None => {
+            m.grad_accumulator = Arc::downgrade(&node);
+            node
+        }
+    }
 }
 
 impl Backward for AccumulateGrad {

@@ -381,8 +381,10 @@ fn check_alpha(alpha: Option<Scalar>, dtype: DType) -> Result<()> {
     }
 }
 
-/// Folds `alpha` into b (`a + alpha * b`), leaving b unchanged when alpha is absent or 1.
-fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>) -> Result<Arg> {
+/// Folds `alpha` into b (`a + alpha * b`), leaving b unchanged when alpha is absent or 1. The
+/// product is taken in the op's compute dtype, as torch's kernel does (a float32 `b` added to a
+/// float64 `a` is scaled in float64).
+fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>, compute: DType) -> Result<Arg> {
     let Some(alpha) = alpha else { return Ok(b) };
     if !matches!(op, BinaryOp::Add | BinaryOp::Sub) || alpha.to_f64() == 1.0 {
         return Ok(b);
@@ -392,7 +394,7 @@ fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>) -> Result<Arg> {
             (Scalar::Int(x), Scalar::Int(y)) => Scalar::Int(x.wrapping_mul(y)),
             (x, y) => Scalar::Float(x.to_f64() * y.to_f64()),
         }),
-        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(t), &Arg::Scalar(alpha), None)?),
+        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(cast_input(&t, compute)), &Arg::Scalar(alpha), None)?),
     })
 }
 
@@ -406,7 +408,7 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     check_alpha(alpha, common)?;
     op.kernel_check(compute, b)?;
     let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype);
-    let b = apply_alpha(op, b.clone(), alpha)?;
+    let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let (ta, tb) = (a.as_tensor(compute), b.as_tensor(compute));
     check_int_zero_division(op, compute, &tb, out.numel())?;
     run(op, &out, &ta, &tb, Mode::Fresh);
@@ -442,7 +444,7 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
     check_castable(out_dtype, a.dtype())?;
     check_alpha(alpha, common)?;
     op.kernel_check(compute, b)?;
-    let b = apply_alpha(op, b.clone(), alpha)?;
+    let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let tb = b.as_tensor(compute);
     check_int_zero_division(op, compute, &tb, a.numel())?;
     write(a, &[&tb], |reads| {
