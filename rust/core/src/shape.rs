@@ -49,11 +49,12 @@ pub fn wrap_dims(dims: &[i64], ndim: usize) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-/// Broadcasts two shapes with NumPy's rules, raising torch's message on mismatch.
+/// Broadcasts two shapes with NumPy's rules, raising torch's message on mismatch. Dims are
+/// compared from the last one, as torch's `infer_size` does (it names the last mismatch).
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    for i in (0..n).rev() {
         let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
         out[i] = if da == db || db == 1 {
