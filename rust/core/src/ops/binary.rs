@@ -1008,7 +1008,9 @@ fn not(m: &Tensor) -> Result<Tensor> {
 /// Differentiable clamp with number bounds; `node` is torch's name for the API used
 /// (`ClampBackward1`, `ClampMinBackward0`, `ClampMaxBackward0`).
 pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool, node: &'static str) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    if !in_place {
+        crate::autograd::record::precheck(&[Some(x)])?;
+    }
     let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
         let lo = min.map(Arg::Scalar);
         let hi = max.map(Arg::Scalar);
@@ -1036,7 +1038,9 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
 
 /// Differentiable clamp with tensor bounds (ClampBackward0 / ClampMinBackward1 / ClampMaxBackward1).
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool, node: &'static str) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), min, max])?;
+    if !in_place {
+        crate::autograd::record::precheck(&[Some(x), min, max])?;
+    }
     let (smin, smax) = (min.map(|t| t.shape().to_vec()), max.map(|t| t.shape().to_vec()));
     let (has_min, has_max) = (min.is_some(), max.is_some());
     let x_shape = x.shape().to_vec();
@@ -1126,7 +1130,9 @@ pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -
 /// Differentiable `masked_fill(mask, value)`: MaskedFillBackward0 for a number (saves the mask),
 /// MaskedFillBackward1 for a 0-d tensor value (which also gets a gradient).
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), value.tensor()])?;
+    if !in_place {
+        crate::autograd::record::precheck(&[Some(x), value.tensor()])?;
+    }
     let value_t = value.tensor();
     let node = if value_t.is_some() { "MaskedFillBackward1" } else { "MaskedFillBackward0" };
     let x_shape = x.shape().to_vec();

@@ -473,7 +473,9 @@ impl ParamUnary {
 
 /// Differentiable `leaky_relu` / `elu` (`in_place` writes `x` and returns it).
 pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    if !in_place {
+        crate::autograd::record::precheck(&[Some(x)])?;
+    }
     if !in_place {
         let out = map_float_raw(x, false, op.f(), op.name())?;
         if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
