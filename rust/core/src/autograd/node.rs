@@ -192,7 +192,15 @@ pub struct FnBackward {
 
 impl Backward for FnBackward {
     fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let saved = self.saved.iter().map(|(_, s)| s.unpack(node)).collect::<Result<Vec<_>>>()?;
+        // torch's generated nodes unpack their saved variables in name order, which decides
+        // which error a program that modified two of them sees.
+        let mut order: Vec<usize> = (0..self.saved.len()).collect();
+        order.sort_by_key(|&i| self.saved[i].0);
+        let mut slots: Vec<Option<Tensor>> = vec![None; self.saved.len()];
+        for i in order {
+            slots[i] = Some(self.saved[i].1.unpack(node)?);
+        }
+        let saved = slots.into_iter().map(|t| t.expect("every slot unpacked")).collect();
         let needs = node.next.iter().map(|e| e.is_some()).collect();
         let ctx = Ctx { grads: &grads, saved, needs, inputs: &node.inputs };
         (self.formula)(&ctx)
