@@ -110,28 +110,36 @@ impl Recorder {
         node
     }
 
-    /// Records an out-of-place op: each floating output becomes output i of the new node.
-    pub fn finish(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Arc<Node> {
+    /// Records an out-of-place op: each floating output becomes output i of the new node. A
+    /// non-floating main output cannot join a graph (torch: "Autograd not support dtype"); that
+    /// happens when an integer tensor came to require grad through an in-place op with a
+    /// requires-grad operand. Integer side outputs (indices) are simply not differentiable.
+    pub fn finish(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Result<Arc<Node>> {
+        if let Some(o) = outputs.first() {
+            if !o.dtype().is_floating() {
+                return Err(crate::Error::Runtime(format!("Autograd not support dtype: {}", o.dtype().scalar_type_name())));
+            }
+        }
         let node = self.node(name, outputs.len(), formula);
         for (i, o) in outputs.iter().enumerate() {
             if o.dtype().is_floating() {
                 o.set_gradient_edge(node.clone(), i);
             }
         }
-        node
+        Ok(node)
     }
 
     /// Records a view op whose outputs are views of the input (multi-output ops mark them so
     /// they refuse in-place use, R38).
-    pub fn finish_views(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Arc<Node> {
+    pub fn finish_views(self, name: &'static str, outputs: &[&Tensor], formula: Formula) -> Result<Arc<Node>> {
         let multi = outputs.len() > 1 || name.starts_with("Split") || name.starts_with("Unbind");
-        let node = self.finish(name, outputs, formula);
+        let node = self.finish(name, outputs, formula)?;
         if multi {
             for o in outputs {
                 mark_creation(o, CreationMeta::MultiOutputNode);
             }
         }
-        node
+        Ok(node)
     }
 
     /// Records an in-place op on `self_` (already written): its history is rebased onto the
@@ -186,6 +194,6 @@ pub fn record_view(
         }
         Ok(vec![Some(grad_input)])
     });
-    rec.finish_views(name, outputs, formula);
+    rec.finish_views(name, outputs, formula)?;
     Ok(())
 }

@@ -591,7 +591,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
         let g = ctx.grad();
         let indices = saved_indices(&ctx.saved, &present);
         Ok(vec![Some(index_put(&Tensor::zeros(&shape, g.dtype()), &indices, g, true)?)])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -615,7 +615,7 @@ pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumu
     rec.value("accumulate", crate::ops::reduce::py_bool(accumulate));
     let present = save_indices(&mut rec, indices)?;
     let values_shape = values.shape().to_vec();
-    rec.finish("IndexPutBackward0", &[&out], Box::new(move |ctx| index_put_formula(ctx, &present, accumulate, &values_shape)));
+    rec.finish("IndexPutBackward0", &[&out], Box::new(move |ctx| index_put_formula(ctx, &present, accumulate, &values_shape)))?;
     Ok(out)
 }
 

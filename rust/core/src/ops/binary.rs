@@ -912,7 +912,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
         }
     }
     let out = binary_raw(op, a, b, alpha)?;
-    if !is_differentiable(op) || !out.dtype().is_floating() {
+    if !is_differentiable(op) {
         return Ok(out);
     }
     let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
@@ -922,7 +922,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
         rec.save_output("result", &out, 0);
     }
     let name = node_name(op, info.a_number, info.b_number);
-    rec.finish(name, &[&out], Box::new(move |ctx| binary_backward(&info, ctx)));
+    rec.finish(name, &[&out], Box::new(move |ctx| binary_backward(&info, ctx)))?;
     Ok(out)
 }
 
@@ -930,7 +930,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
 pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
     let _blame = crate::autograd::blame::op(inplace_name(op));
     let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
-    let rec = rec.filter(|_| is_differentiable(op) && a.dtype().is_floating());
+    let rec = rec.filter(|_| is_differentiable(op));
     let aa = Arg::Tensor(a.clone());
     let info = info_of(op, &aa, b, alpha);
     let mut rec = match rec {
@@ -968,9 +968,6 @@ fn inplace_name(op: BinaryOp) -> &'static str {
 pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
     let out = where_raw(cond, a, b)?;
-    if !out.dtype().is_floating() {
-        return Ok(out);
-    }
     let Some(mut rec) = crate::autograd::Recorder::new(&[None, a.tensor(), b.tensor()])? else { return Ok(out) };
     rec.save("condition", cond)?;
     let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
@@ -980,7 +977,7 @@ pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
         let ga = if ctx.needs(1) { Some(sum_to(&zero_where(g, &crate::ops::unary::unary_raw(crate::ops::unary::UnaryOp::LogicalNot, c)?)?, &sa)?) } else { None };
         let gb = if ctx.needs(2) { Some(sum_to(&zero_where(g, c)?, &sb)?) } else { None };
         Ok(vec![None, ga, gb])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -1019,9 +1016,9 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
     };
     if !in_place {
         let out = clamp_scalar_raw(x, min, max, false)?;
-        if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])?.filter(|_| out.dtype().is_floating()) {
+        if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
             rec.save("self", x)?;
-            rec.finish(node, &[&out], Box::new(formula));
+            rec.finish(node, &[&out], Box::new(formula))?;
         }
         return Ok(out);
     }
@@ -1077,14 +1074,14 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_p
         let out = clamp_tensor_raw(x, min, max, false)?;
         let mut all = vec![Some(x)];
         all.extend(operands.iter().copied());
-        if let Some(mut rec) = crate::autograd::Recorder::new(&all)?.filter(|_| out.dtype().is_floating()) {
+        if let Some(mut rec) = crate::autograd::Recorder::new(&all)? {
             rec.save("self", x)?;
             for (name, t) in [("min", min), ("max", max)] {
                 if let Some(t) = t {
                     rec.save(name, t)?;
                 }
             }
-            rec.finish(node, &[&out], Box::new(formula));
+            rec.finish(node, &[&out], Box::new(formula))?;
         }
         return Ok(out);
     }
@@ -1150,9 +1147,9 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
     let inputs: &[Option<&Tensor>] = if value_t.is_some() { &inputs } else { &inputs[..2] };
     if !in_place {
         let out = masked_fill_raw(x, mask, value, false)?;
-        if let Some(mut rec) = crate::autograd::Recorder::new(inputs)?.filter(|_| out.dtype().is_floating()) {
+        if let Some(mut rec) = crate::autograd::Recorder::new(inputs)? {
             rec.save("mask", mask)?;
-            rec.finish(node, &[&out], Box::new(formula));
+            rec.finish(node, &[&out], Box::new(formula))?;
         }
         return Ok(out);
     }

@@ -141,7 +141,7 @@ fn record_identity(name: &'static str, x: &Tensor, out: &Tensor) -> Result<()> {
         rec.finish(name, &[out], Box::new(move |ctx| {
             let g = ctx.grad();
             Ok(vec![Some(if g.dtype() == dtype { g.clone() } else { to_dtype(g, dtype)? })])
-        }));
+        }))?;
     }
     Ok(())
 }
@@ -179,7 +179,13 @@ pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
 /// gradient (cast to its dtype, summed to its shape).
 pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     let _blame = crate::autograd::blame::op("copy_");
-    let rec = crate::autograd::Recorder::inplace(dst, &[Some(src)])?;
+    // torch's copy_ records only into a differentiable (floating) destination
+    let rec = if dst.dtype().is_floating() {
+        crate::autograd::Recorder::inplace(dst, &[Some(src)])?
+    } else {
+        crate::autograd::inplace::check_inplace(dst, false)?;
+        None
+    };
     copy_inplace_raw(dst, src)?;
     if let Some(rec) = rec {
         let (shape, dtype) = (src.shape().to_vec(), src.dtype());

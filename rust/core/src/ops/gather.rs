@@ -544,7 +544,7 @@ fn finish(rec: Recorder, name: &'static str, out: &Tensor, in_place: bool, formu
     if in_place {
         rec.finish_inplace(name, out, formula)
     } else {
-        rec.finish(name, &[out], formula);
+        rec.finish(name, &[out], formula)?;
         Ok(())
     }
 }
@@ -574,7 +574,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     rec.finish("GatherBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(1), g, false)?)])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -644,7 +644,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     rec.finish("IndexSelectBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
-    }));
+    }))?;
     Ok(out)
 }
 

@@ -252,7 +252,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
             at += len;
         }
         Ok(grads)
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -272,7 +272,7 @@ pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
             .enumerate()
             .map(|(i, &dt)| if ctx.needs(i) { views::select(g, d, i as i64).and_then(|s| cast_back(s, dt)).map(Some) } else { Ok(None) })
             .collect()
-    }));
+    }))?;
     Ok(out)
 }
 

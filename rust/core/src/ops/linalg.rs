@@ -439,7 +439,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let ga = mat2.map(|m| mm(g, &views::t(&m)?)).transpose()?;
         let gb = this.map(|s| mm(&views::t(&s)?, g)).transpose()?;
         Ok(vec![ga, gb])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -455,7 +455,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
         let ga = vec.map(|v| fm::mul(&views::unsqueeze(g, 1)?, &views::unsqueeze(&v, 0)?)).transpose()?;
         let gv = this.map(|s| mv(&views::t(&s)?, g)).transpose()?;
         Ok(vec![ga, gv])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -469,7 +469,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let g = ctx.grad();
         let (other, this) = crossed(ctx);
         Ok(vec![other.map(|o| fm::mul(g, &o)).transpose()?, this.map(|s| fm::mul(g, &s)).transpose()?])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -485,7 +485,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let ga = mat2.map(|m| bmm(g, &views::transpose(&m, 1, 2)?)).transpose()?;
         let gb = this.map(|s| bmm(&views::transpose(&s, 1, 2)?, g)).transpose()?;
         Ok(vec![ga, gb])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -496,7 +496,7 @@ fn unsafe_view(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if let Some(mut rec) = Recorder::new(&[Some(t)])? {
         rec.value("self_sym_sizes", crate::ops::reduce::py_ints(t.shape()));
         let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-        rec.finish("UnsafeViewBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(views::reshape(ctx.grad(), &back)?)])));
+        rec.finish("UnsafeViewBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(views::reshape(ctx.grad(), &back)?)])))?;
     }
     Ok(out)
 }
@@ -509,7 +509,7 @@ fn squeeze0_in_place(r: &Tensor) -> Result<Tensor> {
     crate::ops::write::bump_metadata(&out);
     if let Some(mut rec) = Recorder::new(&[Some(r)])? {
         rec.value("dim", 0);
-        rec.finish("SqueezeBackward4", &[&out], Box::new(|ctx| Ok(vec![Some(views::unsqueeze(ctx.grad(), 0)?)])));
+        rec.finish("SqueezeBackward4", &[&out], Box::new(|ctx| Ok(vec![Some(views::unsqueeze(ctx.grad(), 0)?)])))?;
     }
     Ok(out)
 }

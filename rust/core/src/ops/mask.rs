@@ -93,7 +93,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let zeros = crate::autograd::formulas::zeros(&shape, g.dtype());
         let filled = crate::ops::advanced::index_put(&zeros, &[Some(full_mask)], g, false)?;
         Ok(vec![Some(crate::autograd::formulas::sum_to(&filled, &x_shape)?)])
-    }));
+    }))?;
     Ok(out)
 }
 

@@ -669,7 +669,7 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
     rec.value("self_sym_sizes", py_ints(x.shape()));
     let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
     let shape = x.shape().to_vec();
-    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?)])));
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?)])))?;
     Ok(out)
 }
 
@@ -688,7 +688,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
     let shape = x.shape().to_vec();
     let n = rd.iter().map(|&d| shape[d]).product::<usize>() as f64;
-    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(&div_s(ctx.grad(), n)?, &shape, &rd, keepdim)?)])));
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(&div_s(ctx.grad(), n)?, &shape, &rd, keepdim)?)])))?;
     Ok(out)
 }
 
@@ -745,7 +745,7 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -
         _ => None,
     };
     let kd = keepdim && dim.is_some();
-    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(prod_backward(ctx.grad(), ctx.saved(0), ctx.saved(1), wd, kd)?)])));
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(prod_backward(ctx.grad(), ctx.saved(0), ctx.saved(1), wd, kd)?)])))?;
     Ok(out)
 }
 
@@ -768,7 +768,7 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
         let mask = float_mask(&fm::cmp(BinaryOp::Eq, x, &tensor_arg(&r))?, g.dtype());
         let count = sum_raw(&mask, Some(&as_i64(&rd)), true, None)?;
         Ok(vec![Some(fm::mul(&fm::div(&g, &count)?, &mask)?)])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -791,7 +791,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
         let mask = float_mask(&mask, g.dtype());
         let count = sum_raw(&mask, None, false, None)?;
         Ok(vec![Some(fm::mul(&mask, &fm::div(g, &count)?)?)])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -817,7 +817,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
         let z = fm::zeros(&shape, g.dtype());
         let src = crate::ops::gather::Source::Tensor(g);
         Ok(vec![Some(crate::ops::gather::scatter(&z, w as i64, &idx, &src, None, false)?)])
-    }));
+    }))?;
     Ok((values, indices))
 }
 
@@ -866,7 +866,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
             g.clone()
         };
         Ok(vec![Some(var_backward(&g, x, d.as_deref(), correction, keepdim)?)])
-    }));
+    }))?;
     Ok((out, warn))
 }
 
@@ -912,7 +912,7 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool, dt
     rec.save("self", x)?;
     rec.save_output("result", &out, 0);
     let rd = reduced_dims(x.ndim(), dims, DimCheck::InTurn)?;
-    rec.finish("LinalgVectorNormBackward0", &[&out], Box::new(move |ctx| Ok(vec![norm_backward(ctx.grad(), ctx.saved(0), ctx.saved(1), ord, &rd, keepdim)?])));
+    rec.finish("LinalgVectorNormBackward0", &[&out], Box::new(move |ctx| Ok(vec![norm_backward(ctx.grad(), ctx.saved(0), ctx.saved(1), ord, &rd, keepdim)?])))?;
     Ok(out)
 }
 
@@ -930,7 +930,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         let (x, r) = (ctx.saved(0), ctx.saved(1));
         let (g, r) = if x.ndim() != 0 { (unsqueeze_dims(ctx.grad(), &rd, keepdim)?, unsqueeze_dims(r, &rd, keepdim)?) } else { (ctx.grad().clone(), r.clone()) };
         Ok(vec![Some(fm::mul(&g, &fm::un(UnaryOp::Exp, &fm::sub(x, &r)?)?)?)])
-    }));
+    }))?;
     Ok(out)
 }
 
@@ -962,7 +962,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
             fm::mul(r, &fm::sub(g, &sum(&fm::mul(g, r)?, Some(&d), true, None)?)?)?
         };
         Ok(vec![Some(gi)])
-    }));
+    }))?;
     Ok(out)
 }
 

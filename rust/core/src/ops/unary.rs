@@ -396,15 +396,12 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     crate::autograd::record::precheck(&[Some(x)])?;
     let out = unary_raw(op, x)?;
     let (Some(saves), Some(mut rec)) = (op.saves(), crate::autograd::Recorder::new(&[Some(x)])?) else { return Ok(out) };
-    if !out.dtype().is_floating() {
-        return Ok(out);
-    }
     match saves {
         Saves::Nothing => {}
         Saves::Input => rec.save("self", x)?,
         Saves::Result => rec.save_output("result", &out, 0),
     }
-    rec.finish(op.def().node, &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])));
+    rec.finish(op.def().node, &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])))?;
     Ok(out)
 }
 
@@ -480,7 +477,7 @@ pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor>
         let out = map_float_raw(x, false, op.f(), op.name())?;
         if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
             rec.save("self", x)?;
-            rec.finish(op.node(false), &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), false)?)])));
+            rec.finish(op.node(false), &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), false)?)])))?;
         }
         return Ok(out);
     }

@@ -216,7 +216,7 @@ fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
     }
     if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
         let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-        rec.finish("UnsafeViewBackward0", &[out], Box::new(move |ctx| Ok(vec![Some(reshape(ctx.grad(), &back)?)])));
+        rec.finish("UnsafeViewBackward0", &[out], Box::new(move |ctx| Ok(vec![Some(reshape(ctx.grad(), &back)?)])))?;
     }
     Ok(())
 }
@@ -284,7 +284,7 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let out = expand_raw(t, sizes)?;
     if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
         let shape = t.shape().to_vec();
-        rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::autograd::formulas::sum_to(ctx.grad(), &shape)?)])));
+        rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::autograd::formulas::sum_to(ctx.grad(), &shape)?)])))?;
     }
     Ok(out)
 }
