@@ -515,6 +515,7 @@ fn view_or_self(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> 
 /// UnsqueezeBackward0 for the last step; AliasBackward0 for `...` and keys that change
 /// nothing); advanced keys give IndexBackward0 on the basic view before them.
 pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
+    precheck_key(x, key)?;
     match key {
         Key::Single(TensorIndex::Int(i)) => {
             let l = select(&x.layout, 0, *i, 0)?;
@@ -546,10 +547,32 @@ pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
     }
 }
 
+/// torch runs a key's first view op through autograd (collecting x's gradient edge, which may
+/// raise a stale view's error) before that op's own shape checks; integer items check their
+/// range before any op. This reproduces that order.
+fn precheck_key(x: &Tensor, key: &Key) -> Result<()> {
+    let first = match key {
+        Key::Single(item) => Some(item),
+        Key::Tuple(items) => items.first(),
+    };
+    let runs_op_first = match first {
+        Some(TensorIndex::Slice { step, .. }) => *step > 0,
+        Some(TensorIndex::None | TensorIndex::Ellipsis | TensorIndex::Bool(true)) => true,
+        _ => false,
+    };
+    if runs_op_first {
+        crate::autograd::record::precheck(&[Some(x)])?;
+    }
+    Ok(())
+}
+
 /// Differentiable `x[key] = value`: basic keys write a recorded view of x (so x's history
 /// becomes CopySlices), or x itself when the key changes nothing (`...`, full slices); advanced
 /// keys go through index_put_ (IndexPutBackward0). Each path is one write (R1).
 pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
+    if !matches!(key, Key::Single(TensorIndex::Ellipsis)) {
+        precheck_key(x, key)?;
+    }
     match key {
         // torch does nothing at all for a bare False (no bump either).
         Key::Single(TensorIndex::Bool(false)) => Ok(()),
