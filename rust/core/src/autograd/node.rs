@@ -192,6 +192,12 @@ pub struct FnBackward {
 
 impl Backward for FnBackward {
     fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let needs: Vec<bool> = node.next.iter().map(|e| e.is_some()).collect();
+        if !needs.iter().any(|&n| n) {
+            // Nothing downstream wants a gradient (inputs that lead nowhere, e.g. views made
+            // under no_grad): torch's nodes compute and unpack nothing then either.
+            return Ok(vec![None; node.next.len()]);
+        }
         // torch's generated nodes unpack their saved variables in name order, which decides
         // which error a program that modified two of them sees.
         let mut order: Vec<usize> = (0..self.saved.len()).collect();
@@ -201,7 +207,6 @@ impl Backward for FnBackward {
             slots[i] = Some(self.saved[i].1.unpack(node)?);
         }
         let saved = slots.into_iter().map(|t| t.expect("every slot unpacked")).collect();
-        let needs = node.next.iter().map(|e| e.is_some()).collect();
         let ctx = Ctx { grads: &grads, saved, needs, inputs: &node.inputs };
         (self.formula)(&ctx)
     }
