@@ -218,6 +218,26 @@ def step(f):
     return wrapper
 
 
+def _dense(t):
+    """torch's is_non_overlapping_and_dense for a (small) torch tensor."""
+    dims = sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1)
+    expected = 1
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def order_dependent_overlap(dst, src):
+    """An in-place read of `src` into `dst` whose result depends on torch's loop order: the two
+    share memory in different arrangements that torch's overlap check cannot classify."""
+    if dst.untyped_storage().data_ptr() != src.untyped_storage().data_ptr() or dst.numel() == 0 or src.numel() == 0:
+        return False
+    same = dst.shape == src.shape and dst.stride() == src.stride() and dst.storage_offset() == src.storage_offset()
+    return not same and not (_dense(dst) and _dense(src))
+
+
 class AutogradMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
@@ -561,6 +581,11 @@ class AutogradMachine(RuleBasedStateMachine):
             if not safe_divisor(divisor):
                 note(f"(skipped: {op} by a value near zero)")
                 return
+        if o[0] == "pair" and order_dependent_overlap(x.t, self.pool[o[1]].t):
+            # docs/divergences.md: torch reads such an operand while writing (the result depends
+            # on its loop order); minigrad reads it from a copy
+            note(f"(skipped: {x.name}.{op} with an operand that overlaps it in another arrangement)")
+            return
         X, O = x.name, self.show(o)
         if style == "operator":
             expr = f"{X} {OPERATOR_SYMBOLS[op]} {O}"
@@ -653,6 +678,11 @@ class AutogradMachine(RuleBasedStateMachine):
             return
         if op != "copy_" and not self.probe(lambda L, t, b: call(L, t, op[:-1], (b,), kwargs), [("pair", i), o]):
             note(f"(skipped: {x.name}.{op} would leave the bounded range)")
+            return
+        if o[0] == "pair" and order_dependent_overlap(x.t, self.pool[o[1]].t):
+            # docs/divergences.md: torch reads such an operand while writing (the result depends
+            # on its loop order); minigrad reads it from a copy
+            note(f"(skipped: {x.name}.{op} with an operand that overlaps it in another arrangement)")
             return
         X, O = x.name, self.show(o)
         if style == "operator":
