@@ -939,7 +939,9 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
             let needs_self = matches!(op, BinaryOp::Mul if rec.needs(1)) || matches!(op, BinaryOp::Div if rec.needs(1))
                 || matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::DivFloor | BinaryOp::DivTrunc)
                 || (op == BinaryOp::Remainder && !info.b_number);
-            let old = if needs_self { crate::ops::copy::clone_raw(a) } else { a.clone() };
+            // torch saves `self.clone()`, a recorded op (an integer self that came to require
+            // grad fails right here, as in torch)
+            let old = if needs_self { crate::ops::copy::clone(a)? } else { a.clone() };
             save_binary(&mut rec, &info, &old, &wrapped(b))?;
             Some(rec)
         }
@@ -1024,7 +1026,7 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
     }
     let _blame = crate::autograd::blame::op("clamp_");
     let rec = crate::autograd::Recorder::inplace(x, &[])?;
-    let old = rec.as_ref().map(|_| crate::ops::copy::clone_raw(x));
+    let old = rec.as_ref().map(|_| crate::ops::copy::clone(x)).transpose()?;
     clamp_scalar_raw(x, min, max, true)?;
     if let (Some(mut rec), Some(old)) = (rec, old) {
         rec.save("self", &old)?;
@@ -1087,7 +1089,7 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_p
     }
     let _blame = crate::autograd::blame::op("clamp_");
     let rec = crate::autograd::Recorder::inplace(x, &operands)?;
-    let old = rec.as_ref().map(|_| crate::ops::copy::clone_raw(x));
+    let old = rec.as_ref().map(|_| crate::ops::copy::clone(x)).transpose()?;
     let mut rec = rec;
     if let (Some(r), Some(old)) = (rec.as_mut(), old.as_ref()) {
         r.save("self", old)?;

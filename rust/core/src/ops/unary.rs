@@ -411,8 +411,9 @@ pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
     let _blame = crate::autograd::blame::op(op.def().name_);
     let rec = crate::autograd::Recorder::inplace(x, &[])?;
     let saves = op.saves();
+    // torch saves `self.clone()`, itself a recorded op
     let old = match (&rec, saves) {
-        (Some(_), Some(Saves::Input)) => Some(crate::ops::copy::clone_raw(x)),
+        (Some(_), Some(Saves::Input)) => Some(crate::ops::copy::clone(x)?),
         _ => None,
     };
     unary_inplace_raw(op, x)?;
