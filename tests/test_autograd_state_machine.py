@@ -581,11 +581,6 @@ class AutogradMachine(RuleBasedStateMachine):
             if not safe_divisor(divisor):
                 note(f"(skipped: {op} by a value near zero)")
                 return
-        if o[0] == "pair" and order_dependent_overlap(x.t, self.pool[o[1]].t):
-            # docs/divergences.md: torch reads such an operand while writing (the result depends
-            # on its loop order); minigrad reads it from a copy
-            note(f"(skipped: {x.name}.{op} with an operand that overlaps it in another arrangement)")
-            return
         X, O = x.name, self.show(o)
         if style == "operator":
             expr = f"{X} {OPERATOR_SYMBOLS[op]} {O}"
