@@ -628,27 +628,6 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
     Ok(out)
 }
 
-/// `clamp(min, max)` with tensor or number bounds (either may be absent, not both): tensor
-/// bounds take `clamp_tensor`, numbers (and 0-d tensors mixed with numbers) `clamp_scalar`.
-pub fn clamp_raw(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
-    let number = |a: &Arg| matches!(a, Arg::Scalar(_));
-    if min.is_some_and(number) || max.is_some_and(number) {
-        let scalar = |a: Option<&Arg>| -> Result<Option<Scalar>> {
-            match a {
-                None => Ok(None),
-                Some(Arg::Scalar(s)) => Ok(Some(*s)),
-                Some(Arg::Tensor(t)) => t.item().map(Some),
-            }
-        };
-        return clamp_scalar_raw(x, scalar(min)?, scalar(max)?, in_place);
-    }
-    let tensor = |a: Option<&Arg>| match a {
-        Some(Arg::Tensor(t)) => Some(t.clone()),
-        _ => None,
-    };
-    clamp_tensor_raw(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place)
-}
-
 /// `masked_fill(mask, value)`; in place writes through the write path.
 pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
     let v = match value {
@@ -1106,7 +1085,9 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_p
     Ok(x.clone())
 }
 
-/// Differentiable `clamp(min, max)` with tensor or number bounds (see `clamp_raw`).
+/// Differentiable `clamp(min, max)` with tensor or number bounds (either may be absent, not
+/// both): tensor bounds take `clamp_tensor`, numbers (and 0-d tensors mixed with numbers)
+/// `clamp_scalar`.
 pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -> Result<Tensor> {
     let number = |a: &Arg| matches!(a, Arg::Scalar(_));
     if min.is_some_and(number) || max.is_some_and(number) {

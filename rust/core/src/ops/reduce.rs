@@ -1059,29 +1059,35 @@ pub(crate) mod testing {
         }
     }
 
+    /// d(phi)/d(inputs[k]) by central differences, element by element.
+    fn central_differences(phi: &dyn Fn(&[Tensor]) -> f64, inputs: &[Tensor], k: usize) -> Vec<f64> {
+        let eps = 1e-6;
+        let x = &inputs[k];
+        let base = x.to_vec::<f64>();
+        (0..base.len())
+            .map(|j| {
+                let mut xs = fresh(inputs, false);
+                let mut v = base.clone();
+                v[j] += eps;
+                xs[k] = vals(v.clone(), x.shape());
+                let up = phi(&xs);
+                v[j] -= 2.0 * eps;
+                xs[k] = vals(v, x.shape());
+                (up - phi(&xs)) / (2.0 * eps)
+            })
+            .collect()
+    }
+
     /// torch's gradcheck (and gradgradcheck when `double`): analytic gradients of
     /// `sum(f(inputs) * w)` against central differences, in float64.
     pub fn gradcheck(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor], double: bool) {
-        let eps = 1e-6;
         let phi = |xs: &[Tensor]| {
             let out = f(xs).unwrap();
             weighted_sum(&out, &values(out.numel(), 99))
         };
         let analytic = first_grads(f, &fresh(inputs, true), false);
         for (k, x) in inputs.iter().enumerate() {
-            let base = x.to_vec::<f64>();
-            let numeric: Vec<f64> = (0..base.len())
-                .map(|j| {
-                    let mut xs = fresh(inputs, false);
-                    let mut v = base.clone();
-                    v[j] += eps;
-                    xs[k] = vals(v.clone(), x.shape());
-                    let up = phi(&xs);
-                    v[j] -= 2.0 * eps;
-                    xs[k] = vals(v, x.shape());
-                    (up - phi(&xs)) / (2.0 * eps)
-                })
-                .collect();
+            let numeric = central_differences(&phi, inputs, k);
             assert_eq!(analytic[k].shape(), x.shape(), "{}: gradient shape", what);
             assert_close(what, k, &crate::ops::copy::to_dtype_raw(&analytic[k], DType::Float64).to_vec::<f64>(), &numeric);
         }
@@ -1110,20 +1116,8 @@ pub(crate) mod testing {
             vec![None; xs.len()]
         };
         for (k, x) in inputs.iter().enumerate() {
-            let base = x.to_vec::<f64>();
-            let numeric: Vec<f64> = (0..base.len())
-                .map(|j| {
-                    let mut xs = fresh(inputs, false);
-                    let mut v = base.clone();
-                    v[j] += eps;
-                    xs[k] = vals(v.clone(), x.shape());
-                    let up = psi(&xs);
-                    v[j] -= 2.0 * eps;
-                    xs[k] = vals(v, x.shape());
-                    (up - psi(&xs)) / (2.0 * eps)
-                })
-                .collect();
-            let a = second[k].as_ref().map_or(vec![0.0; base.len()], |g| crate::ops::copy::to_dtype_raw(g, DType::Float64).to_vec::<f64>());
+            let numeric = central_differences(&psi, inputs, k);
+            let a = second[k].as_ref().map_or(vec![0.0; x.numel()], |g| crate::ops::copy::to_dtype_raw(g, DType::Float64).to_vec::<f64>());
             assert_close(&format!("{} (second order)", what), k, &a, &numeric);
         }
     }
