@@ -1,0 +1,5 @@
+"""`minigrad.nn.functional`: torch.nn.functional's names, each a thin call into the core."""
+
+from ._functional.conv import *  # noqa: F401,F403
+from ._functional.loss import *  # noqa: F401,F403
+from ._functional.norm import *  # noqa: F401,F403
