@@ -19,7 +19,9 @@ from ._size import Size
 from ._tensor import Tensor
 from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)
 from . import memory  # noqa: F401
+from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401
+from . import optim  # noqa: F401
 from .autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )

@@ -1,0 +1,114 @@
+"""Adam (and, with decoupled weight decay, AdamW) — torch.optim.Adam."""
+
+from .. import _creation
+from .. import float32
+from . import _inplace
+from .optimizer import Optimizer, _call_closure, _run_without_grad
+from .sgd import _check_unsupported
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam with the single-tensor (for-loop) algorithm.
+
+    Per parameter, at step t: g = grad (negated if maximize) [+ weight_decay * p, or
+    p *= 1 - lr * weight_decay when decoupled]; m.lerp_(g, 1 - beta1);
+    v = beta2 * v + (1 - beta2) * g * g; [vmax = max(vmax, v) with amsgrad];
+    p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps), in place.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        betas = tuple(betas)
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+            "maximize": maximize, "foreach": foreach, "capturable": capturable,
+            "differentiable": differentiable, "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        _check_unsupported(type(self).__name__, capturable=capturable, differentiable=differentiable,
+                           fused=fused)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not hasattr(p_state["step"], "item"):
+                    p_state["step"] = _creation.tensor(float(p_state["step"]), dtype=float32)
+
+    def _state_for(self, param, group):
+        """Lazily create a parameter's state on its first step, as torch does."""
+        state = self.state[param]
+        if len(state) == 0:
+            # `step` is a float32 scalar tensor kept on the CPU, like torch's for-loop path
+            state["step"] = _creation.tensor(0.0, dtype=float32)
+            state["exp_avg"] = _creation.zeros_like(param)
+            state["exp_avg_sq"] = _creation.zeros_like(param)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _creation.zeros_like(param)
+        return state
+
+    @_run_without_grad
+    def step(self, closure=None):
+        """Perform a single optimization step; returns the closure's loss if given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group, self._state_for(p, group))
+        return loss
+
+    @staticmethod
+    def _update(param, group, state):
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        grad = param.grad if not group["maximize"] else -param.grad
+        exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+
+        step_t.add_(1)
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+
+        _inplace.lerp_(exp_avg, grad, 1 - beta1)
+        _inplace.addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+
+        step = step_t.item()
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2**0.5
+
+        if group["amsgrad"]:
+            max_exp_avg_sq = state["max_exp_avg_sq"]
+            max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
+            denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+
+        _inplace.addcdiv_(param, exp_avg, denom, value=-step_size)

@@ -1,0 +1,73 @@
+"""Stochastic gradient descent, optionally with (Nesterov) momentum — torch.optim.SGD."""
+
+from .optimizer import Optimizer, _call_closure, _run_without_grad
+
+__all__ = ["SGD"]
+
+
+def _check_unsupported(optimizer_name, **flags):
+    for name, value in flags.items():
+        if value:
+            raise ValueError(f"{optimizer_name}: {name}=True is not supported by minigrad")
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD with the single-tensor (for-loop) algorithm.
+
+    Per parameter: g = grad (negated if maximize) [+ weight_decay * p];
+    with momentum, buf = g on the first step, else buf = momentum * buf + (1 - dampening) * g,
+    and g = g + momentum * buf (nesterov) or g = buf; finally p -= lr * g in place.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {
+            "lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+            "nesterov": nesterov, "maximize": maximize,
+            "foreach": foreach, "differentiable": differentiable, "fused": fused,
+        }
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _check_unsupported("SGD", differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_run_without_grad
+    def step(self, closure=None):
+        """Perform a single optimization step; returns the closure's loss if given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, param, group):
+        momentum, lr = group["momentum"], group["lr"]
+        grad = param.grad if not group["maximize"] else -param.grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        if momentum != 0:
+            state = self.state[param]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.detach().clone()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        param.add_(grad, alpha=-lr)

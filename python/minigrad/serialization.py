@@ -1,0 +1,211 @@
+"""`minigrad.save` / `minigrad.load`: tensors and containers of tensors in safetensors files.
+
+Never pickle: a file holds only raw tensor bytes plus a JSON header, so loading
+cannot run code. Tensors become safetensors entries; everything around them
+(dicts with str/int keys, lists, tuples, None, bools, numbers, strings — e.g. an
+optimizer's state_dict) is stored as JSON in the header's `__metadata__`.
+
+A flat `{str: Tensor}` dict (a module's state_dict) is stored under its own keys,
+so `safetensors.torch.load_file` reads the same dict back in torch.
+"""
+
+import json
+import os
+import struct
+
+import numpy as np
+import safetensors.numpy
+
+from . import _creation
+from ._tensor import Tensor
+
+__all__ = ["save", "load"]
+
+_FORMAT_KEY = "minigrad"  # metadata entry holding the JSON structure
+_FORMAT_VERSION = 1
+_DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32),
+           np.dtype(np.bool_)}
+
+
+# ----- saving -------------------------------------------------------------------------
+
+class _Encoder:
+    """Walks an object: tensors go to `self.arrays` (by entry name), the rest to JSON nodes.
+
+    JSON nodes: scalars and strings as themselves, lists as lists, every other
+    container as a tagged object ({"kind": "dict" | "tuple" | "tensor", ...}), so no
+    user value can be mistaken for a tag.
+    """
+
+    def __init__(self):
+        self.arrays = {}
+
+    def entry_name(self, path):
+        name = ".".join(path) or "tensor"
+        unique, n = name, 1
+        while unique in self.arrays:  # "a.b" as a key and as a nested path can collide
+            unique, n = f"{name}#{n}", n + 1
+        return unique
+
+    def encode(self, obj, path):
+        if isinstance(obj, Tensor):
+            name = self.entry_name(path)
+            self.arrays[name] = _tensor_to_array(obj)
+            return {"kind": "tensor", "name": name, "requires_grad": bool(obj.requires_grad)}
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        if isinstance(obj, list):
+            return [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]
+        if isinstance(obj, tuple):
+            return {"kind": "tuple", "items": [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]}
+        if isinstance(obj, dict):
+            items = []
+            for key, value in obj.items():
+                if not (key is None or isinstance(key, (bool, int, float, str))):
+                    raise TypeError(
+                        f"minigrad.save: dict keys must be str, int, float, bool or None, "
+                        f"got {type(key).__name__} at '{'.'.join(path) or '<root>'}'"
+                    )
+                items.append([key, self.encode(value, path + (str(key),))])
+            return {"kind": "dict", "items": items}
+        raise TypeError(
+            f"minigrad.save: cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__} "
+            f"at '{'.'.join(path) or '<root>'}'; supported: Tensor, dict, list, tuple, str, int, float, "
+            "bool, None"
+        )
+
+
+def _tensor_to_array(tensor):
+    array = tensor.detach().numpy()
+    if array.dtype not in _DTYPES:
+        raise TypeError(f"minigrad.save: unsupported tensor dtype {tensor.dtype}")
+    return np.array(array, order="C", copy=True)  # saved contiguous, independent of the tensor
+
+
+def _is_flat_state_dict(obj):
+    return isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items())
+
+
+def save(obj, f):
+    """Save a tensor, or a (nested) container of tensors and plain values, to `f`.
+
+    `f` is a path (str or os.PathLike) or a binary file object opened for writing.
+    """
+    encoder = _Encoder()
+    if _is_flat_state_dict(obj):
+        for key, value in obj.items():
+            encoder.arrays[key] = _tensor_to_array(value)
+        structure = {"kind": "state_dict", "keys": list(obj),
+                     "requires_grad": [bool(v.requires_grad) for v in obj.values()]}
+    else:
+        structure = encoder.encode(obj, ())
+    metadata = {_FORMAT_KEY: json.dumps({"version": _FORMAT_VERSION, "root": structure})}
+    data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
+
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as handle:
+            handle.write(data)
+    elif hasattr(f, "write"):
+        f.write(data)
+    else:
+        raise TypeError(f"minigrad.save: f must be a path or a writable binary file object, got {type(f).__name__}")
+
+
+# ----- loading ------------------------------------------------------------------------
+
+class _Corrupt(Exception):
+    """Raised inside the loader; turned into a RuntimeError naming the file."""
+
+
+def _read_header(data):
+    """The JSON header of a safetensors blob (checked before the library parses it)."""
+    if len(data) < 8:
+        raise _Corrupt(f"file is {len(data)} bytes long, shorter than the 8-byte safetensors header length")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > len(data) - 8:
+        raise _Corrupt(
+            f"header claims {header_len} bytes but only {len(data) - 8} follow (truncated or not a safetensors file)"
+        )
+    try:
+        header = json.loads(data[8:8 + header_len].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _Corrupt(f"header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise _Corrupt("header is not a JSON object")
+    return header
+
+
+def _array_to_tensor(array, requires_grad=False):
+    if array.dtype not in _DTYPES:
+        raise _Corrupt(f"tensor dtype {array.dtype} is not supported by minigrad")
+    tensor = _creation.from_numpy(np.array(array, order="C", copy=True))  # a fresh leaf
+    return tensor.requires_grad_(True) if requires_grad else tensor
+
+
+class _Decoder:
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def decode(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v) for v in node]
+        if not isinstance(node, dict):
+            raise _Corrupt(f"unexpected structure node {node!r}")
+        kind = node.get("kind")
+        if kind == "tensor":
+            if node.get("name") not in self.arrays:
+                raise _Corrupt(f"structure refers to a missing tensor entry {node.get('name')!r}")
+            return _array_to_tensor(self.arrays[node["name"]], node.get("requires_grad", False))
+        if kind == "tuple":
+            return tuple(self.decode(v) for v in node["items"])
+        if kind == "dict":
+            return {key: self.decode(value) for key, value in node["items"]}
+        if kind == "state_dict":
+            keys, flags = node["keys"], node.get("requires_grad", [False] * len(node["keys"]))
+            missing = [k for k in keys if k not in self.arrays]
+            if missing:
+                raise _Corrupt(f"missing tensor entries {missing}")
+            return {k: _array_to_tensor(self.arrays[k], rg) for k, rg in zip(keys, flags)}
+        raise _Corrupt(f"unknown structure node kind {kind!r}")
+
+
+def load(f):
+    """Load what `save` wrote. A safetensors file from elsewhere loads as a `{name: Tensor}` dict.
+
+    Raises RuntimeError (naming the file) when the file is corrupt, truncated or not safetensors.
+    """
+    if isinstance(f, (str, os.PathLike)):
+        source = os.fspath(f)
+        with open(f, "rb") as handle:
+            data = handle.read()
+    elif hasattr(f, "read"):
+        source = getattr(f, "name", None) or repr(f)
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"minigrad.load: f must be opened in binary mode, read() returned {type(data).__name__}")
+        data = bytes(data)
+    else:
+        raise TypeError(f"minigrad.load: f must be a path or a readable binary file object, got {type(f).__name__}")
+
+    try:
+        header = _read_header(data)
+        try:
+            arrays = safetensors.numpy.load(data)
+        except Exception as e:  # the library's SafetensorError and numpy's errors on bad shapes/dtypes
+            raise _Corrupt(str(e)) from None
+        metadata = header.get("__metadata__") or {}
+        if _FORMAT_KEY not in metadata:
+            return {name: _array_to_tensor(array) for name, array in arrays.items()}
+        try:
+            document = json.loads(metadata[_FORMAT_KEY])
+            root = document["root"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise _Corrupt(f"minigrad structure metadata is unreadable ({e})") from None
+        try:
+            return _Decoder(arrays).decode(root)
+        except (KeyError, TypeError, ValueError) as e:
+            raise _Corrupt(f"minigrad structure metadata is malformed ({type(e).__name__}: {e})") from None
+    except _Corrupt as e:
+        raise RuntimeError(f"minigrad.load: cannot load '{source}': {e}") from None
