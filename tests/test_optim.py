@@ -444,3 +444,33 @@ def test_cosine_reaches_eta_min_at_t_max():
     seq, _, _ = _scheduled_lrs(mg, lambda mod, opt: mod.CosineAnnealingLR(opt, 4, eta_min=0.01), 4,
                                two_groups=False)
     assert seq[-1][0] == pytest.approx(0.01) and math.isclose(seq[0][0], 0.1)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "maximize": True}),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1, "amsgrad": True}),
+    ("AdamW", {"lr": 0.05, "betas": (0.5, 0.9), "maximize": True}),
+])
+def test_float64_params_follow_torch_op_for_op(name, kwargs):
+    # in float64 the only differences left are torch's fused multiply-adds (~1e-16 relative),
+    # so a tight tolerance checks that the update is the same sequence of operations
+    rng = np.random.default_rng(1)
+    start = rng.standard_normal(6)
+    mp = mg.tensor(start.tolist(), dtype=mg.float64, requires_grad=True)
+    tp = torch.tensor(start, requires_grad=True)
+    mopt = getattr(optim, name)([mp], **kwargs)
+    topt = getattr(torch.optim, name)([tp], foreach=False, **kwargs)
+    assert mp.dtype == mg.float64
+    for step in range(8):
+        grad = rng.standard_normal(6)
+        mp.grad, tp.grad = mg.tensor(grad.tolist(), dtype=mg.float64), torch.tensor(grad)
+        mopt.step()
+        topt.step()
+        np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-13, atol=1e-15,
+                                   err_msg=f"step {step}")
+        assert mp._version == tp._version
+    for key, value in topt.state[tp].items():
+        mvalue = mopt.state[mp][key]
+        assert str(mvalue.dtype).split(".")[-1] == str(value.dtype).split(".")[-1]
+        np.testing.assert_allclose(mvalue.numpy(), value.numpy(), rtol=1e-13, atol=1e-15)

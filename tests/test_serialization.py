@@ -181,6 +181,10 @@ CORRUPT = {
         {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "tensor", "name": "gone"}})}}),
     "unknown kind": lambda data: _with_header(
         {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "pickle", "items": []}})}}),
+    "deeply nested structure": lambda data: _with_header(
+        {"__metadata__": {"minigrad": '{"version": 1, "root": ' + "[" * 100000 + "]" * 100000 + "}"}}),
+    "items not pairs": lambda data: _with_header(
+        {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "dict", "items": [[1, 2, 3]]}})}}),
     "unsupported dtype": lambda data: _with_header({"x": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})
     + b"\0" * 4,
 }
@@ -204,6 +208,13 @@ def test_valid_bytes_load():
 def test_unsupported_objects_raise_type_error(obj):
     with pytest.raises(TypeError, match="minigrad.save"):
         mg.save(obj, io.BytesIO())
+
+
+def test_reference_cycle_is_a_value_error():
+    cycle = [mg.ones(1)]
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="reference cycle"):
+        mg.save(cycle, io.BytesIO())
 
 
 def test_bad_file_arguments_raise_type_error():

@@ -98,7 +98,10 @@ def save(obj, f):
         structure = {"kind": "state_dict", "keys": list(obj),
                      "requires_grad": [bool(v.requires_grad) for v in obj.values()]}
     else:
-        structure = encoder.encode(obj, ())
+        try:
+            structure = encoder.encode(obj, ())
+        except RecursionError:
+            raise ValueError("minigrad.save: the object contains a reference cycle or is nested too deeply") from None
     metadata = {_FORMAT_KEY: json.dumps({"version": _FORMAT_VERSION, "root": structure})}
     data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
 
@@ -128,8 +131,8 @@ def _read_header(data):
         )
     try:
         header = json.loads(data[8:8 + header_len].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise _Corrupt(f"header is not valid JSON ({e})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _Corrupt(f"header is not valid JSON ({type(e).__name__}: {e})") from None
     if not isinstance(header, dict):
         raise _Corrupt("header is not a JSON object")
     return header
@@ -201,11 +204,11 @@ def load(f):
         try:
             document = json.loads(metadata[_FORMAT_KEY])
             root = document["root"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise _Corrupt(f"minigrad structure metadata is unreadable ({e})") from None
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise _Corrupt(f"minigrad structure metadata is unreadable ({type(e).__name__}: {e})") from None
         try:
             return _Decoder(arrays).decode(root)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, RecursionError) as e:
             raise _Corrupt(f"minigrad structure metadata is malformed ({type(e).__name__}: {e})") from None
     except _Corrupt as e:
         raise RuntimeError(f"minigrad.load: cannot load '{source}': {e}") from None
