@@ -3,8 +3,7 @@
 from .. import _creation
 from .. import float32
 from . import _inplace
-from .optimizer import Optimizer, _call_closure, _run_without_grad
-from .sgd import _check_unsupported
+from .optimizer import Optimizer, _call_closure, _check_unsupported, _run_without_grad
 
 __all__ = ["Adam"]
 

@@ -49,6 +49,13 @@ def _run_without_grad(step):
     return wrapper
 
 
+def _check_unsupported(optimizer_name, **flags):
+    """minigrad runs only the for-loop algorithm on the CPU; refuse the other modes loudly."""
+    for name, value in flags.items():
+        if value:
+            raise ValueError(f"{optimizer_name}: {name}=True is not supported by minigrad")
+
+
 def _call_closure(closure):
     """The closure re-evaluates the loss, so it needs autograd even inside `step`."""
     if closure is None:

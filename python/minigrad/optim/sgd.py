@@ -1,14 +1,8 @@
 """Stochastic gradient descent, optionally with (Nesterov) momentum — torch.optim.SGD."""
 
-from .optimizer import Optimizer, _call_closure, _run_without_grad
+from .optimizer import Optimizer, _call_closure, _check_unsupported, _run_without_grad
 
 __all__ = ["SGD"]
-
-
-def _check_unsupported(optimizer_name, **flags):
-    for name, value in flags.items():
-        if value:
-            raise ValueError(f"{optimizer_name}: {name}=True is not supported by minigrad")
 
 
 class SGD(Optimizer):
