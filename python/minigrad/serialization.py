@@ -14,7 +14,6 @@ import os
 import struct
 
 import numpy as np
-import safetensors.numpy
 
 from . import _creation
 from ._tensor import Tensor
@@ -102,6 +101,8 @@ def save(obj, f):
             structure = encoder.encode(obj, ())
         except RecursionError:
             raise ValueError("minigrad.save: the object contains a reference cycle or is nested too deeply") from None
+    import safetensors.numpy  # imported on use: `import minigrad` stays light
+
     metadata = {_FORMAT_KEY: json.dumps({"version": _FORMAT_VERSION, "root": structure})}
     data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
 
@@ -191,6 +192,8 @@ def load(f):
         data = bytes(data)
     else:
         raise TypeError(f"minigrad.load: f must be a path or a readable binary file object, got {type(f).__name__}")
+
+    import safetensors.numpy
 
     try:
         header = _read_header(data)
