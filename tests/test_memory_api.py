@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import minigrad as mg
 
@@ -16,6 +17,23 @@ def test_track_reports_peak_and_retained_bytes():
     assert t.peak_bytes == t.start_bytes + 12000 and t.end_bytes == t.start_bytes + 4000
     assert t.rss_start > 0 and t.rss_end > 0 and t.rss_peak > 0
     assert set(t.as_dict()) >= {"peak_delta_bytes", "retained_bytes", "rss_peak"}
+    del kept
+
+
+@settings(max_examples=25)
+@given(st.lists(st.tuples(st.integers(1, 4096), st.booleans()), min_size=1, max_size=6))
+def test_peak_and_retained_follow_allocations_exactly(plan):
+    """Allocate float32 tensors in turn, keeping some: peak and retained are plain arithmetic."""
+    kept, peak, alive = [], 0, 0
+    with mg.memory.track() as t:
+        for numel, keep in plan:
+            x = mg.empty(numel)
+            peak = max(peak, alive + 4 * numel)
+            if keep:
+                kept.append(x)
+                alive += 4 * numel
+            del x
+    assert (t.peak_delta_bytes, t.retained_bytes) == (peak, alive)
     del kept
 
 
