@@ -204,3 +204,13 @@ def test_python_dash_m_runs_the_cli():
     proc = subprocess.run([sys.executable, "-m", "minigrad", "bench", "--list"], capture_output=True, text=True,
                           env={**__import__("os").environ, "PYTHONPATH": ":".join(sys.path)}, timeout=60)
     assert proc.returncode == 0 and "elementwise" in proc.stdout
+
+
+def test_a_debug_build_is_warned_about(monkeypatch, capsys):
+    monkeypatch.setattr(minigrad._C, "_debug_build", True)
+    assert bench("overhead", *TINY, "--compare", "numpy") == 0
+    assert "WARNING: minigrad's extension is a debug build" in capsys.readouterr().err
+
+
+def test_the_extension_reports_its_build_type():
+    assert isinstance(minigrad._C._debug_build, bool)

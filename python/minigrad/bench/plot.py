@@ -15,6 +15,7 @@ def draw(run, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401
 
     timed = [r for r in run["results"] if r["kind"] == "time" and r["ratios"]]
     mem = [r for r in run["results"] if r["kind"] == "memory" and "minigrad" in r["metrics"]]
@@ -30,14 +31,17 @@ def draw(run, path):
         height = 0.8 / max(1, len(peers))
         for j, key in enumerate(peers):
             ys = [i + j * height for i in range(len(timed))]
-            ax.barh(ys, [r["ratios"].get(key, 0) for r in timed], height=height, label=key)
+            ratios = [r["ratios"].get(key, float("nan")) for r in timed]
+            ax.barh(ys, [v - 1 for v in ratios], left=1, height=height, label=key)  # bars grow from 1
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xscale("log")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(timed))])
         ax.set_yticklabels(labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("time ratio (< 1: minigrad faster)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
     if mem:
         ax = next(ax_iter)
         libs = [lib for lib in ("minigrad", "torch") if any(lib in r["metrics"] for r in mem)]
@@ -49,8 +53,9 @@ def draw(run, path):
         ax.set_xticklabels([r["case"] for r in mem], rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("MB beyond the start, one forward+backward")
         ax.legend(fontsize=8)
-    fig.suptitle(f"minigrad bench ({'quick' if run['config']['quick'] else 'full'}) — {run['machine']['cpu']}", fontsize=9)
-    fig.tight_layout()
+    fig.suptitle(f"minigrad bench ({'quick' if run['config']['quick'] else 'full'}), {run['machine']['cpu']}, "
+                 f"{run['config']['threads']} thread(s)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
