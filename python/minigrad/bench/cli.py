@@ -83,6 +83,7 @@ def main(argv=None):
 
 def run(args, say):
     started = time.perf_counter()
+    args.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     import minigrad
 
     threads = args.threads or machine.cpu_count()
@@ -125,7 +126,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
         say(f"{e['suite']}: {e['case']}: error: {e['error']}")
     run_record = {
         "schema": SCHEMA_VERSION,
-        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": args.started_at,
         "duration_s": None,
         "machine": {**machine.describe(peers, thread_report), "copy_bandwidth_gbps": copy_gbps,
                     "load_average_at_start": load},

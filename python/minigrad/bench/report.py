@@ -60,7 +60,7 @@ def time_rows(results, libs):
 def memory_rows(results, libs):
     libs = [lib for lib in libs if lib != "numpy"]
     header = ["case", *[f"{lib} peak" for lib in libs], *[f"{lib} retained" for lib in libs], "mg/torch peak",
-              "minigrad RSS peak (check)"]
+              "minigrad RSS growth (check)"]
     rows = []
     for r in results:
         if r["kind"] != "memory":
