@@ -214,3 +214,39 @@ def test_a_debug_build_is_warned_about(monkeypatch, capsys):
 
 def test_the_extension_reports_its_build_type():
     assert isinstance(minigrad._C._debug_build, bool)
+
+
+def test_nn_suites_run_end_to_end_on_a_library_that_has_nn():
+    """torch stands in for a minigrad with nn/optim: every conv, train and nn-memory case builds,
+    runs and records figures (the real minigrad runs them once its nn package is merged)."""
+    import torch
+
+    from minigrad.bench.peers import Peer
+    from minigrad.bench.runner import Context
+
+    ctx = Context(torch, {"torch": Peer("torch", torch)}, quick=True, max_size=float("inf"))
+    ran = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the CLI does; an oversubscribed OpenMP pool is very slow
+    try:
+        _run_nn_cases(ctx, ran)
+    finally:
+        torch.set_num_threads(threads)
+    assert {n for n, _ in ran} == {"conv", "train", "memory"}
+    assert {p["model"] for n, p in ran if n == "memory"} == {"mlp_nn", "convnet"}
+
+
+def _run_nn_cases(ctx, ran):
+    from minigrad.bench.runner import run_case
+
+    for name in ("conv", "train", "memory"):
+        for case in SUITES[name].cases(ctx):
+            if name == "memory":
+                if case.params["model"] == "mlp_tensor_ops":
+                    continue
+                ctx.libs = ["torch"]  # minigrad.memory has no torch counterpart; torch's profiler does
+            r = run_case(ctx, name, case, rounds=1, sample_s=1e-4, copy_gbps=10.0)
+            ctx.libs = ["minigrad", "torch"]
+            ran.append((name, r["params"]))
+            for m in r["metrics"].values():
+                assert (m["peak_bytes"] > 0 and m["retained_bytes"] > 0) if name == "memory" else m["median_s"] > 0
