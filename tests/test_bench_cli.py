@@ -250,3 +250,15 @@ def _run_nn_cases(ctx, ran):
             ran.append((name, r["params"]))
             for m in r["metrics"].values():
                 assert (m["peak_bytes"] > 0 and m["retained_bytes"] > 0) if name == "memory" else m["median_s"] > 0
+
+
+def test_a_slow_case_gets_fewer_rounds_within_its_budget():
+    import time
+
+    from minigrad.bench.timing import compare
+
+    slow = compare({"a": lambda: time.sleep(0.02), "b": lambda: None}, rounds=50, sample_s=0.001, warmup=0,
+                   budget_s=0.03)
+    assert [len(m["samples_s"]) for m in slow.values()] == [3, 3]  # never fewer than 3
+    fast = compare({"a": lambda: None}, rounds=4, sample_s=0.0001, warmup=0, budget_s=100.0)
+    assert len(fast["a"]["samples_s"]) == 4  # never more than asked

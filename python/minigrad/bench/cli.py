@@ -11,9 +11,9 @@ from .progress import bar
 from .runner import Context, collect, run_case
 from .suites import SUITES, Skip
 
-MODES = {  # interleaved rounds per case, seconds per timed sample
-    "quick": (5, 0.004),
-    "full": (21, 0.03),
+MODES = {  # interleaved rounds per case, seconds per timed sample, seconds a case may take per library
+    "quick": (5, 0.004, 1.0),
+    "full": (21, 0.03, 15.0),
 }
 
 
@@ -45,7 +45,7 @@ def build_parser():
     p.add_argument("--plot", metavar="FILE.png", help="draw the ratios and the memory comparison (needs matplotlib)")
     p.add_argument("--markdown", metavar="FILE", help="write the tables as Markdown")
     p.add_argument("--repeat", type=_positive(int), default=None,
-                   help="interleaved rounds per case (default: 5 quick, 21 full)")
+                   help="interleaved rounds per case, exactly (default: 5 quick, 21 full, down to 3 for a case whose calls are slow)")
     p.add_argument("--min-time", type=_positive(float), default=None, metavar="SECONDS",
                    help="length of one timed sample (default: 0.004 quick, 0.03 full)")
     p.add_argument("--max-size", type=_positive(int), default=None, metavar="NUMEL",
@@ -104,8 +104,10 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
     if load > machine.cpu_count():
         say(f"note: this machine is busy (load {load:.1f} on {machine.cpu_count()} cores); timings will be noisy, "
             "and multi-threaded pools that spin-wait (torch's OpenMP) can be badly delayed; --threads 1 is steadier")
-    rounds, sample_s = MODES["quick" if args.quick else "full"]
-    rounds, sample_s = args.repeat or rounds, args.min_time or sample_s
+    rounds, sample_s, budget_s = MODES["quick" if args.quick else "full"]
+    if args.repeat:  # asked for exactly this many rounds
+        rounds, budget_s = args.repeat, None
+    sample_s = args.min_time or sample_s
     say(f"minigrad bench ({'quick' if args.quick else 'full'}): suites {', '.join(args.suites)}; "
         f"comparing with {', '.join(peers) or 'nothing'}; {threads} thread(s)")
     copy_gbps = machine.copy_bandwidth_gbps(nbytes=(16 << 20) if args.quick else (64 << 20))
@@ -115,7 +117,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
     with bar(len(cases), enabled=not args.no_progress) as advance:
         for suite, case in cases:
             try:
-                results.append(run_case(ctx, suite, case, rounds, sample_s, copy_gbps))
+                results.append(run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s))
             except Skip as e:
                 skipped.append({"suite": suite, "case": case.name, "reason": str(e)})
             except Exception as e:  # one broken case must not lose the rest of the run
@@ -131,7 +133,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
         "machine": {**machine.describe(peers, thread_report), "copy_bandwidth_gbps": copy_gbps,
                     "load_average_at_start": load},
         "config": {"suites": args.suites, "quick": args.quick, "threads": threads, "rounds": rounds,
-                   "sample_s": sample_s, "max_size": args.max_size, "compare": args.peers,
+                   "sample_s": sample_s, "case_budget_s": budget_s, "max_size": args.max_size, "compare": args.peers,
                    "libraries": ctx.libs},
         "results": results, "skipped": skipped, "errors": errors,
     }

@@ -36,13 +36,22 @@ def summarize(samples):
     return {"median_s": statistics.median(s), "p25_s": p25, "p75_s": p75, "min_s": s[0], "max_s": s[-1]}
 
 
-def compare(fns, rounds, sample_s, warmup=2):
-    """Times each callable in `fns` ({lib: fn}) interleaved; returns {lib: summary + samples}."""
+def compare(fns, rounds, sample_s, warmup=2, budget_s=None):
+    """Times each callable in `fns` ({lib: fn}) interleaved; returns {lib: summary + samples}.
+
+    With `budget_s`, a case whose slowest library needs more than that for all its rounds gets
+    fewer rounds (never under 3), so one very slow op cannot hold up a quick run."""
     libs = list(fns)
     for lib in libs:
         for _ in range(warmup):
             fns[lib]()
-    loops = {lib: calibrate(fns[lib], sample_s) for lib in libs}
+    loops, per_call = {}, {}
+    for lib in libs:
+        loops[lib] = calibrate(fns[lib], sample_s)
+        per_call[lib] = _time_calls(fns[lib], 1)
+    if budget_s is not None:
+        slowest = max(loops[lib] * per_call[lib] for lib in libs)
+        rounds = max(min(rounds, 3), min(rounds, int(budget_s / max(slowest, 1e-9))))
     samples = {lib: [] for lib in libs}
     for r in range(rounds):
         order = libs[r % len(libs):] + libs[:r % len(libs)]
