@@ -262,3 +262,22 @@ def test_a_slow_case_gets_fewer_rounds_within_its_budget():
     assert [len(m["samples_s"]) for m in slow.values()] == [3, 3]  # never fewer than 3
     fast = compare({"a": lambda: None}, rounds=4, sample_s=0.0001, warmup=0, budget_s=100.0)
     assert len(fast["a"]["samples_s"]) == 4  # never more than asked
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_running(capsys, tmp_path):
+    assert bench("overhead", "--json", str(tmp_path / "nope" / "r.json")) == 2
+    assert "--json: the folder of" in capsys.readouterr().err
+
+
+def test_a_failing_case_is_reported_and_the_run_goes_on(monkeypatch, capsys, tmp_path):
+    from minigrad.bench.suites import matmul
+
+    def broken(ctx, n):
+        raise RuntimeError("kernel exploded")
+    monkeypatch.setattr(matmul, "_build", broken)
+    out = tmp_path / "r.json"
+    assert bench("matmul", "overhead", *TINY, "--compare", "numpy", "--json", str(out)) == 1
+    assert "matmul: matmul 64x64: error: RuntimeError: kernel exploded" in capsys.readouterr().err
+    run = json.loads(out.read_text())
+    assert run["errors"] == [{"suite": "matmul", "case": "matmul 64x64", "error": "RuntimeError: kernel exploded"}]
+    assert {r["suite"] for r in run["results"]} == {"overhead"}

@@ -67,6 +67,10 @@ def parse_args(argv):
         parser.error(f"--compare: {e}")
     if args.plot and (msg := plot.check_available()):
         parser.error(msg)
+    for flag in ("json", "plot", "markdown"):  # refuse now rather than after minutes of measuring
+        path = getattr(args, flag)
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"--{flag}: the folder of {path!r} does not exist")
     args.suites = list(dict.fromkeys(args.suites)) or list(SUITES)
     return args
 
@@ -82,8 +86,7 @@ def main(argv=None):
 
 
 def run(args, say):
-    started = time.perf_counter()
-    args.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = (time.perf_counter(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     import minigrad
 
     threads = args.threads or machine.cpu_count()
@@ -128,7 +131,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
         say(f"{e['suite']}: {e['case']}: error: {e['error']}")
     run_record = {
         "schema": SCHEMA_VERSION,
-        "started_at": args.started_at,
+        "started_at": started[1],
         "duration_s": None,
         "machine": {**machine.describe(peers, thread_report), "copy_bandwidth_gbps": copy_gbps,
                     "load_average_at_start": load},
@@ -137,9 +140,14 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
                    "libraries": ctx.libs},
         "results": results, "skipped": skipped, "errors": errors,
     }
-    run_record["duration_s"] = time.perf_counter() - started
+    run_record["duration_s"] = time.perf_counter() - started[0]
+    _write_outputs(args, run_record, copy_gbps, say)
+    return 1 if errors else 0
+
+
+def _write_outputs(args, run_record, copy_gbps, say):
     report.print_tables(run_record, print)
-    print(f"copy bandwidth {copy_gbps:.3g} GB/s; {len(results)} cases in {run_record['duration_s']:.1f} s")
+    print(f"copy bandwidth {copy_gbps:.3g} GB/s; {len(run_record['results'])} cases in {run_record['duration_s']:.1f} s")
     if args.json:
         report.write_json(run_record, args.json)
         say(f"wrote {args.json}")
@@ -152,7 +160,6 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
             say(f"wrote {args.plot}")
         else:
             say(f"--plot: nothing to draw (no comparisons ran); {args.plot} not written")
-    return 1 if errors else 0
 
 
 def _say_case_skips(skipped, say):
