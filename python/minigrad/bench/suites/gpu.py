@@ -41,7 +41,7 @@ def _build(ctx, op, shape):
     a, b = random(shape, 0), random(shape, 1)
     fns = {}
     for lib in ctx.libs:
-        if lib == "numpy":
+        if lib == "numpy":  # on the GPU, CuPy takes NumPy's place
             import cupy
 
             x, y = cupy.asarray(a), cupy.asarray(b)

@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 
 from . import models
-from ._case import MemoryCase, Skip, random, to_lib
+from ._case import MemoryCase, random, to_lib
 
 
 def cases(ctx):

@@ -1,10 +1,10 @@
 """One SGD training step (zero_grad, forward, cross-entropy, backward, step), batch 64:
 the MLP 784-256-256-10 and the examples' conv net on 8x8 digits."""
 
+import numpy as np
+
 from . import models
 from ._case import TimeCase, random, to_lib
-
-import numpy as np
 
 
 def cases(ctx):
