@@ -281,3 +281,19 @@ def test_a_failing_case_is_reported_and_the_run_goes_on(monkeypatch, capsys, tmp
     run = json.loads(out.read_text())
     assert run["errors"] == [{"suite": "matmul", "case": "matmul 64x64", "error": "RuntimeError: kernel exploded"}]
     assert {r["suite"] for r in run["results"]} == {"overhead"}
+
+
+def test_require_imports_subpackages_and_shows_why_one_is_broken(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakelib"
+    (pkg / "nn").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "nn" / "__init__.py").write_text("Linear = object\n")
+    (pkg / "optim").mkdir()
+    (pkg / "optim" / "__init__.py").write_text("from .nothing_here import SGD\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    lib = importlib.import_module("fakelib")
+    models.require(lib, ("nn.Linear",))  # imported on demand, as `import torch` gives torch.nn
+    with pytest.raises(Exception, match=r"lacks optim.SGD; importing fakelib.optim failed: ModuleNotFoundError"):
+        models.require(lib, ("nn.Linear", "optim.SGD"))

@@ -1,6 +1,8 @@
 """Model code written once against torch's API: each builder takes the library module
 (`torch` or `minigrad`), so the same network runs in both."""
 
+import importlib
+
 from ._case import Skip
 
 NN_NEEDED = ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU", "nn.Conv2d", "nn.BatchNorm2d",
@@ -9,17 +11,33 @@ NN_NEEDED = ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU", "nn.Conv2d", 
 
 def require(lib, names, what="minigrad.nn"):
     """Raises Skip naming what `lib` lacks (the packages are being written in parallel)."""
-    missing = []
+    missing, broken = [], {}
     for dotted in names:
-        obj = lib
-        for part in dotted.split("."):
+        first, *rest = dotted.split(".")
+        obj = _submodule(lib, first, broken)
+        for part in rest:
             obj = getattr(obj, part, None)
-            if obj is None:
-                break
         if obj is None:
             missing.append(dotted)
     if missing:
-        raise Skip(f"{what} is not available (minigrad lacks {', '.join(missing)})")
+        why = "".join(f"; importing {name} failed: {err}" for name, err in broken.items())
+        raise Skip(f"{what} is not available (minigrad lacks {', '.join(missing)}{why})")
+
+
+def _submodule(lib, name, broken):
+    """`lib.name`, importing the subpackage first if the package does not import it itself; a
+    subpackage that exists but fails to import is noted in `broken` (that is a bug to show)."""
+    obj = getattr(lib, name, None)
+    if obj is None and hasattr(lib, "__path__"):  # a package: the subpackage may be importable
+        full = f"{lib.__name__}.{name}"
+        try:
+            obj = importlib.import_module(full)
+        except ModuleNotFoundError as e:
+            if e.name != full:
+                broken[full] = f"{type(e).__name__}: {e}"
+        except ImportError as e:
+            broken[full] = f"{type(e).__name__}: {e}"
+    return obj
 
 
 def mlp(lib, sizes=(784, 256, 256, 10), inplace=True):
