@@ -5,8 +5,9 @@ import importlib
 
 from ._case import Skip
 
-NN_NEEDED = ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU", "nn.Conv2d", "nn.BatchNorm2d",
-             "nn.Flatten", "nn.functional.cross_entropy", "nn.functional.conv2d")
+# the modules and the functional ops they call
+CONVNET_NEEDS = ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU", "nn.Conv2d", "nn.BatchNorm2d", "nn.Flatten",
+                 "nn.functional.conv2d", "nn.functional.batch_norm")
 
 
 def require(lib, names, what="minigrad.nn"):
@@ -80,4 +81,6 @@ def adaptive_pool(mg):
 
 
 def convnet_needs(mg):
-    return NN_NEEDED + ("nn.AdaptiveAvgPool2d" if adaptive_pool(mg) else "nn.MaxPool2d",)
+    if adaptive_pool(mg):
+        return CONVNET_NEEDS + ("nn.AdaptiveAvgPool2d", "nn.functional.adaptive_avg_pool2d")
+    return CONVNET_NEEDS + ("nn.MaxPool2d", "nn.functional.max_pool2d")
