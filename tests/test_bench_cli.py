@@ -297,3 +297,11 @@ def test_require_imports_subpackages_and_shows_why_one_is_broken(tmp_path, monke
     models.require(lib, ("nn.Linear",))  # imported on demand, as `import torch` gives torch.nn
     with pytest.raises(Exception, match=r"lacks optim.SGD; importing fakelib.optim failed: ModuleNotFoundError"):
         models.require(lib, ("nn.Linear", "optim.SGD"))
+
+
+def test_without_rich_the_table_is_plain_text(monkeypatch, capsys):
+    for name in [m for m in sys.modules if m == "rich" or m.startswith("rich.")] + ["rich", "tqdm"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    assert top_main(["bench", "overhead", *TINY[:-1], "--compare", "numpy"]) == 0  # progress bar on
+    out = capsys.readouterr().out
+    assert "suite     case" in out and "mg/numpy" in out and "add 1 elem" in out
