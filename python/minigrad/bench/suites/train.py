@@ -1,0 +1,45 @@
+"""One SGD training step (zero_grad, forward, cross-entropy, backward, step), batch 64:
+the MLP 784-256-256-10 and the examples' conv net on 8x8 digits."""
+
+import numpy as np
+
+from . import models
+from ._case import TimeCase, random, to_lib
+
+
+def cases(ctx):
+    mg = ctx.module("minigrad")
+    models.require(mg, ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU", "nn.functional.cross_entropy", "optim.SGD"),
+                   what="minigrad.nn / minigrad.optim")
+    return [
+        TimeCase(name="MLP 784-256-256-10 SGD step b64", params={"model": "mlp", "batch": 64, "sizes": [784, 256, 256, 10]},
+                 flops=3 * 2 * 64 * (784 * 256 + 256 * 256 + 256 * 10),
+                 build=lambda ctx: _build(ctx, "mlp", (64, 784))),
+        TimeCase(name="conv net SGD step b64", params={"model": "convnet", "batch": 64, "input": [1, 8, 8]},
+                 build=lambda ctx: _build(ctx, "convnet", (64, 1, 8, 8))),
+    ]
+
+
+def _build(ctx, model, shape):
+    mg = ctx.module("minigrad")
+    if model == "convnet":
+        models.require(mg, models.convnet_needs(mg))
+    x = random(shape)
+    y = np.random.default_rng(1).integers(0, 10, shape[0])
+    fns = {}
+    for lib in ctx.libs:
+        if lib == "numpy":
+            continue
+        m = ctx.module(lib)
+        m.manual_seed(0)
+        net = models.mlp(m) if model == "mlp" else models.convnet(m, adaptive_pool=models.adaptive_pool(mg))
+        opt = m.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        xt, yt = to_lib(lib, ctx, x), m.from_numpy(y.copy())
+
+        def step(m=m, net=net, opt=opt, xt=xt, yt=yt):
+            opt.zero_grad()
+            loss = m.nn.functional.cross_entropy(net(xt), yt)
+            loss.backward()
+            opt.step()
+        fns[lib] = step
+    return fns
