@@ -61,6 +61,24 @@ def binary_operands(draw, dtypes=ALL_DTYPES, scalar_ok=True, max_dims=3):
     return out
 
 
+def quotient_overflows(ta, tb):
+    """True when a float a / b overflows the result dtype. torch's floored division and remainder
+    then depend on its own loop: the SIMD path (a - b * floor(a / b)) gives NaN, the scalar tail
+    (fmod) a finite value, so the answer changes with the tensor's length (docs/divergences.md)."""
+    with torch.no_grad():
+        try:
+            res = torch.result_type(ta, tb)
+        except Exception:  # noqa: BLE001 - the op itself reports bad operands
+            return False
+        if not res.is_floating_point:
+            return False
+        q = torch.as_tensor(ta, dtype=torch.float64) / torch.as_tensor(tb, dtype=torch.float64)
+        return bool((q.abs() > torch.finfo(res).max).any() and q.isfinite().any())
+
+
+ROUNDING_OPS = {"floor_divide", "remainder", "//", "%", "//=", "%="}
+
+
 def both(v):
     return v if not isinstance(v, tuple) else v
 
@@ -172,6 +190,7 @@ _VALUE_SAFE = {"pow"}
 @given(ops=binary_operands())
 def test_binary(name, ops):
     (ma, ta), (mb, tb) = ops
+    assume(not (name in ROUNDING_OPS and quotient_overflows(ta, tb)))
     if name == "pow":
         # keep integer powers small enough not to depend on overflow behaviour
         assume(not (isinstance(mb, mg.Tensor) and mb.numel() and mb.dtype in (mg.int32, mg.int64) and abs(mb).max() > 6))
@@ -184,6 +203,7 @@ def test_binary(name, ops):
 @given(ops=binary_operands())
 def test_binary_inplace(name, ops):
     (ma, ta), (mb, tb) = ops
+    assume(not (name in ROUNDING_OPS and quotient_overflows(ta, tb)))
     assume(isinstance(ma, mg.Tensor))
     if name.startswith(("greater", "less", "not_equal")) or name in ("eq", "ne", "lt", "le", "gt", "ge"):
         pass
@@ -205,6 +225,7 @@ def test_add_sub_alpha(name, alpha, ops):
 @given(ops=binary_operands())
 def test_div_rounding_mode(mode, ops):
     (ma, ta), (mb, tb) = ops
+    assume(not (mode == "floor" and quotient_overflows(ta, tb)))
     assume(isinstance(ma, mg.Tensor))
     check_parity(lambda: ma.div(mb, rounding_mode=mode), lambda: ta.div(tb, rounding_mode=mode), check_stride=True)
     check(lambda: mg.div(ma, mb, rounding_mode=mode), lambda: torch.div(ta, tb, rounding_mode=mode), check_stride=True)
@@ -233,6 +254,7 @@ IOPS = {
 def test_python_operators(sym, ops):
     """Forward and reflected (`2 - x`) operators, with scalars on either side."""
     (ma, ta), (mb, tb) = ops
+    assume(not (sym in ROUNDING_OPS and quotient_overflows(ta, tb)))
     f = OPS[sym]
     check_parity(lambda: f(ma, mb), lambda: f(ta, tb), check_stride=True)
 
@@ -243,6 +265,7 @@ def test_python_inplace_operators(sym, ops):
     """`x += y` mutates the very object x (and bumps its version once)."""
     (ma, ta), (mb, tb) = ops
     assume(isinstance(ma, mg.Tensor))
+    assume(not (sym in ROUNDING_OPS and quotient_overflows(ta, tb)))
     f = IOPS[sym]
     check_inplace(lambda: f(ma, mb), lambda: f(ta, tb), ma, ta)
 

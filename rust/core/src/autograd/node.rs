@@ -193,18 +193,17 @@ pub struct FnBackward {
 impl Backward for FnBackward {
     fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let needs: Vec<bool> = node.next.iter().map(|e| e.is_some()).collect();
-        if !needs.iter().any(|&n| n) {
-            // Nothing downstream wants a gradient (inputs that lead nowhere, e.g. views made
-            // under no_grad): torch's nodes compute and unpack nothing then either.
-            return Ok(vec![None; node.next.len()]);
-        }
-        // torch's generated nodes unpack their saved variables in name order, which decides
-        // which error a program that modified two of them sees.
+        // torch's generated nodes unpack (and so version-check) their saved variables first, in
+        // name order, which decides which error a program that modified two of them sees; even
+        // a node whose inputs lead nowhere (e.g. views made under no_grad) checks them.
         let mut order: Vec<usize> = (0..self.saved.len()).collect();
         order.sort_by_key(|&i| self.saved[i].0);
         let mut slots: Vec<Option<Tensor>> = vec![None; self.saved.len()];
         for i in order {
             slots[i] = Some(self.saved[i].1.unpack(node)?);
+        }
+        if !needs.iter().any(|&n| n) {
+            return Ok(vec![None; node.next.len()]);
         }
         let saved = slots.into_iter().map(|t| t.expect("every slot unpacked")).collect();
         let ctx = Ctx { grads: &grads, saved, needs, inputs: &node.inputs };

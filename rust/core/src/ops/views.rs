@@ -200,8 +200,10 @@ pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 
 /// A view (ViewBackward0) when possible; otherwise a copy recorded as UnsafeViewBackward0.
 pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    // torch's composite ops (reshape, flatten, narrow, chunk) check their arguments before the
+    // view they call reaches autograd, so argument errors come before a stale view's error.
     let out = reshape_raw(t, shape)?;
+    crate::autograd::record::precheck(&[Some(t)])?;
     record_reshape(t, &out)?;
     Ok(out)
 }
@@ -222,8 +224,8 @@ fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
 }
 
 pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    let out = flatten_raw(t, start_dim, end_dim)?; // arguments first, as `reshape`
     crate::autograd::record::precheck(&[Some(t)])?;
-    let out = flatten_raw(t, start_dim, end_dim)?;
     if out.layout == t.layout && out.same_storage(t) && t.ndim() > 0 {
         return Ok(out); // the binding returns the input itself
     }
@@ -290,8 +292,8 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
 }
 
 pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let out = narrow_raw(t, dim, start, length)?; // arguments first, as `reshape`
     crate::autograd::record::precheck(&[Some(t)])?;
-    let out = narrow_raw(t, dim, start, length)?;
     record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
     Ok(out)
 }
@@ -358,8 +360,8 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
 
 /// chunk is split in torch (SplitBackward0), or split_with_sizes for an empty dim.
 pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let outs = chunk_raw(t, chunks, dim)?; // arguments first, as `reshape`
     crate::autograd::record::precheck(&[Some(t)])?;
-    let outs = chunk_raw(t, chunks, dim)?;
     // chunk of an empty dim goes through split_with_sizes in torch
     let empty = t.ndim() > 0 && crate::shape::wrap_dim(dim, t.ndim()).is_ok_and(|d| t.shape()[d] == 0);
     let name = if empty { "SplitWithSizesBackward0" } else { "SplitBackward0" };
