@@ -737,9 +737,9 @@ fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &T
             }
         }
         Div => {
-            if na || nb {
-                rec.save("other", b)?;
-            }
+            // used by both inputs' formulas, so torch's codegen saves it unconditionally (even
+            // when no input needs a gradient, e.g. a view made under no_grad)
+            rec.save("other", b)?;
             if nb {
                 rec.save("self", a_old)?;
             }
