@@ -804,9 +804,17 @@ def test_default_initialisation_of_layers_follows_torchs_rules():
 
 def test_conv_and_layer_constructor_errors_match_torch():
     for args, kw in [((3, 8, 3), {"groups": 2}), ((4, 6, 3), {"groups": 4}), ((4, 8, 3), {"groups": 0}),
-                     ((3, 8, 3), {"padding": "full"}), ((3, 8, 3), {"padding": "same", "stride": 2}),
-                     ((3, 8, 3), {"padding_mode": "mirror"})]:
+                     ((3, 8, 3), {"padding": "same", "stride": 2})]:
         assert_same_error(lambda: nn.Conv2d(*args, **kw), lambda: tnn.Conv2d(*args, **kw))
+    # these texts print a set, whose order depends on string hashing: compare the sorted words
+    for kw in ({"padding": "full"}, {"padding_mode": "mirror"}):
+        with pytest.raises(ValueError) as em:
+            nn.Conv2d(3, 8, 3, **kw)
+        with pytest.raises(ValueError) as et:
+            tnn.Conv2d(3, 8, 3, **kw)
+        assert sorted(str(em.value).split()) == sorted(str(et.value).split()) or \
+            sorted(str(em.value).replace(",", " ").replace("{", " ").replace("}", " ").split()) == \
+            sorted(str(et.value).replace(",", " ").replace("{", " ").replace("}", " ").split())
     assert_same_error(lambda: nn.Unflatten(1, 3), lambda: tnn.Unflatten(1, 3))
     assert_same_error(lambda: nn.Unflatten(1, (2, 1.5)), lambda: tnn.Unflatten(1, (2, 1.5)))
 

@@ -89,11 +89,6 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
-
     def forward(self, input):
         return F.softmax(input, self.dim, _stacklevel=5)
 
