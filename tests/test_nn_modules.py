@@ -822,3 +822,14 @@ def test_conv_and_layer_constructor_errors_match_torch():
 def test_error_messages_are_normalised_between_libraries():
     # the comparisons above rely on this: torch's names become minigrad's
     assert normalize_message("torch.Size([2])") == "minigrad.Size([2])"
+
+
+def test_addmm_and_linear_pass_gradcheck_and_gradgradcheck():
+    from minigrad.autograd import gradcheck, gradgradcheck
+
+    rng = np.random.default_rng(0)
+    s, a, b = (mg.tensor(rng.standard_normal(shape), requires_grad=True) for shape in [(3,), (2, 4), (4, 3)])
+    f = lambda s, a, b: mg.addmm(s, a, b, beta=0.5, alpha=-2)  # noqa: E731
+    assert gradcheck(f, (s, a, b)) and gradgradcheck(f, (s, a, b))
+    x, w = (mg.tensor(rng.standard_normal(shape), requires_grad=True) for shape in [(2, 3, 4), (3, 4)])
+    assert gradcheck(F.linear, (x, w, s)) and gradgradcheck(F.linear, (x, w, s))
