@@ -155,19 +155,29 @@ def test_inplace_relu_on_a_view_rebases_the_base_history_as_torch():
     assert_same(m.grad, t.grad)
 
 
-def test_inplace_relu_module_gives_the_same_gradients_as_out_of_place():
+def test_inplace_activations_in_a_network_give_the_same_gradients_as_out_of_place():
     x = mg.tensor([[0.5, -1.0], [2.0, -3.0]], requires_grad=True)
-    lin = nn.Linear(2, 2)
-    outs = []
+    first, last = nn.Linear(2, 3), nn.Linear(3, 1)
+    grads = []
     for inplace in (False, True):
         x.grad = None
-        lin.zero_grad()
-        nn.Sequential(lin, nn.ReLU(inplace=inplace), nn.Linear(2, 1))
-        y = nn.ReLU(inplace=inplace)(lin(x)).sum()
-        y.backward()
-        outs.append((x.grad.numpy().copy(), lin.weight.grad.numpy().copy()))
-    np.testing.assert_array_equal(outs[0][0], outs[1][0])
-    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+        first.zero_grad()
+        last.zero_grad()
+        net = nn.Sequential(first, nn.ReLU(inplace=inplace), nn.Linear(3, 3), nn.LeakyReLU(0.1, inplace=inplace), last)
+        net[2].load_state_dict({"weight": mg.eye(3), "bias": mg.zeros(3)})
+        net(x).sum().backward()
+        grads.append([x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in net.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_two_inplace_activations_in_a_row_fail_at_backward_as_torch():
+    """relu_'s backward reads its result, which the second in-place activation overwrites."""
+    x = np.array([[0.5, -1.0], [2.0, -3.0]], dtype=np.float32)
+    tm = tnn.Sequential(tnn.Linear(2, 3), tnn.ReLU(inplace=True), tnn.LeakyReLU(0.1, inplace=True))
+    mm = nn.Sequential(nn.Linear(2, 3), nn.ReLU(inplace=True), nn.LeakyReLU(0.1, inplace=True))
+    ym, yt = mm(mg.tensor(x)), tm(torch.tensor(x))
+    assert_same_error(lambda: ym.sum().backward(), lambda: yt.sum().backward())
 
 
 def test_gelu_rejects_an_unknown_approximation_as_torch():
