@@ -843,3 +843,14 @@ def test_addmm_and_linear_pass_gradcheck_and_gradgradcheck():
     assert gradcheck(f, (s, a, b)) and gradgradcheck(f, (s, a, b))
     x, w = (mg.tensor(rng.standard_normal(shape), requires_grad=True) for shape in [(2, 3, 4), (3, 4)])
     assert gradcheck(F.linear, (x, w, s)) and gradgradcheck(F.linear, (x, w, s))
+
+
+@pytest.mark.parametrize("call", [
+    lambda f, lib: f.relu(3), lambda f, lib: f.relu(3, inplace=True), lambda f, lib: f.relu_(3),
+    lambda f, lib: f.leaky_relu(3), lambda f, lib: f.leaky_relu_(3), lambda f, lib: f.elu(3),
+    lambda f, lib: f.elu(3, inplace=True), lambda f, lib: f.gelu(3), lambda f, lib: f.silu(3), lambda f, lib: f.dropout(3),
+    lambda f, lib: f.linear(3, lib.ones(2, 2)), lambda f, lib: f.linear(lib.ones(2, 2), 3),
+    lambda f, lib: f.linear(lib.ones(2, 2), lib.ones(2, 2), 3),
+])
+def test_functional_ops_reject_non_tensors_as_torch(call):
+    assert_same_error(lambda: call(F, mg), lambda: call(TF, torch))

@@ -10,6 +10,7 @@ import warnings
 
 from ... import _C
 from ..._creation import rand, zeros
+from ..._formatting import type_name
 
 __all__ = [
     "relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "elu_", "gelu", "silu", "sigmoid", "tanh",
@@ -17,31 +18,42 @@ __all__ = [
 ]
 
 
+def _tensor(fn, input, name="input", position=1):
+    """torch's TypeError for a non-tensor argument of a native op."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {type_name(input)}")
+    return input
+
+
 def relu(input, inplace=False):
+    _tensor("relu_" if inplace else "relu", input)
     return input.relu_() if inplace else input.relu()
 
 
 def relu_(input):
-    return input.relu_()
+    return _tensor("relu_", input).relu_()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _tensor("leaky_relu_" if inplace else "leaky_relu", input)
     return _C.param_unary(input, "leaky_relu", float(negative_slope), inplace)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _C.param_unary(input, "leaky_relu", float(negative_slope), True)
+    return _C.param_unary(_tensor("leaky_relu_", input), "leaky_relu", float(negative_slope), True)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _tensor("elu_" if inplace else "elu", input)
     return _C.param_unary(input, "elu", float(alpha), inplace)
 
 
 def elu_(input, alpha=1.0):
-    return _C.param_unary(input, "elu", float(alpha), True)
+    return _C.param_unary(_tensor("elu_", input), "elu", float(alpha), True)
 
 
 def gelu(input, approximate="none"):
+    _tensor("gelu", input)
     if approximate == "none":
         return _C.unary(input, "gelu")
     if approximate == "tanh":
@@ -50,6 +62,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    _tensor("silu_" if inplace else "silu", input)
     return _C.unary_(input, "silu") if inplace else _C.unary(input, "silu")
 
 
@@ -89,6 +102,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     torch's for the same seed (docs/divergences.md)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _tensor("dropout_" if inplace else "dropout", input)
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:

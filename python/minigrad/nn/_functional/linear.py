@@ -5,11 +5,16 @@ otherwise `matmul` then an in-place `add_` of the bias (AddBackward0, version bu
 """
 
 from ..._linalg_methods import addmm
+from .activation import _tensor
 
 __all__ = ["linear"]
 
 
 def linear(input, weight, bias=None):
+    _tensor("linear", input)
+    _tensor("linear", weight, "weight", 2)
+    if bias is not None:
+        _tensor("linear", bias, "bias", 3)
     if bias is not None and input.dim() == 2:
         return addmm(bias, input, weight.t())
     if bias is not None and input.dim() >= 1 and input.is_contiguous():
