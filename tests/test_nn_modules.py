@@ -854,3 +854,23 @@ def test_addmm_and_linear_pass_gradcheck_and_gradgradcheck():
 ])
 def test_functional_ops_reject_non_tensors_as_torch(call):
     assert_same_error(lambda: call(F, mg), lambda: call(TF, torch))
+
+
+@pytest.mark.parametrize("shape,perm", [((4, 3, 2), (2, 1, 0)), ((8,), None), ((4, 3), (1, 0))])
+def test_linear_on_non_contiguous_input_matches_torch(shape, perm):
+    """2-D input goes through addmm whatever its layout; other non-contiguous input through
+    matmul and an in-place add_ of the bias (output version 1, AddBackward0). (minigrad's
+    reshape-that-copies is one node where torch has two: docs/divergences.md.)"""
+    arr = np.linspace(-1, 1, int(np.prod(shape))).reshape(shape).astype(np.float32)
+    m, t = leaf_pair(mg.tensor(arr), torch.tensor(arr))
+    xm, xt = (m.permute(perm), t.permute(perm)) if perm else (m[::2], t[::2])
+    w = np.linspace(-2, 2, 5 * xt.shape[-1]).reshape(5, xt.shape[-1]).astype(np.float32)
+    wm, wt = leaf_pair(mg.tensor(w), torch.tensor(w))
+    bm, bt = leaf_pair(mg.tensor([0.5, -1, 2, 0, 1]), torch.tensor([0.5, -1, 2, 0, 1]))
+    ym, yt = F.linear(xm, wm, bm), TF.linear(xt, wt, bt)
+    assert_same(ym, yt, rtol=1e-5, atol=1e-5)
+    assert ym.grad_fn.name() == yt.grad_fn.name() and ym._version == yt._version
+    ym.sum().backward()
+    yt.sum().backward()
+    for a, b in [(m, t), (wm, wt), (bm, bt)]:
+        assert_same(a.grad, b.grad, rtol=1e-5, atol=1e-5)
