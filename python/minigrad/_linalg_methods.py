@@ -96,6 +96,12 @@ class LinalgMethods:
         _need_tensor("dot", "tensor", 1, tensor)
         return _C.matmul(self, tensor, "dot")
 
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """beta·self + alpha·(mat1 @ mat2), self broadcast to the product (AddmmBackward0)."""
+        _need_tensor("addmm", "mat1", 1, mat1)
+        _need_tensor("addmm", "mat2", 2, mat2)
+        return _C.addmm(self, mat1, mat2, beta, alpha)
+
     # ----- gathering -----
 
     def gather(self, dim, index, *, sparse_grad=False):
@@ -183,6 +189,13 @@ def dot(input, tensor):
     return _C.matmul(input, tensor, "dot")
 
 
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    _need_tensor("addmm", "input", 1, input)
+    _need_tensor("addmm", "mat1", 2, mat1)
+    _need_tensor("addmm", "mat2", 3, mat2)
+    return _C.addmm(input, mat1, mat2, beta, alpha)
+
+
 def gather(input, dim, index, *, sparse_grad=False):
     _need_tensor("gather", "input", 1, input)
     _need_tensor("gather", "index", 3, index)
@@ -253,6 +266,6 @@ def stack(tensors, dim=0, *, axis=None):
 
 LinalgMethods.MODULE_FUNCTIONS = {
     f.__name__: f
-    for f in (matmul, mm, bmm, mv, dot, gather, index_select, masked_select, scatter, scatter_add,
+    for f in (matmul, mm, bmm, mv, dot, addmm, gather, index_select, masked_select, scatter, scatter_add,
               index_add, cat, concat, concatenate, stack)
 }

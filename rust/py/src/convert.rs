@@ -27,6 +27,26 @@ pub fn _set_classes(py: Python<'_>, tensor: Bound<'_, PyType>, size: Bound<'_, P
     Ok(())
 }
 
+/// torch's `Tensor._make_subclass(cls, data, requires_grad)`: an object of class `cls` (e.g.
+/// `nn.Parameter`) over `data.detach()` — same memory, same version counter — as a leaf.
+#[pyfunction]
+pub fn _make_subclass(py: Python<'_>, cls: Bound<'_, PyType>, data: &Bound<'_, TensorBase>, requires_grad: bool) -> PyResult<Py<PyAny>> {
+    let t = data.borrow().t.alias();
+    if requires_grad {
+        if !t.dtype().is_floating() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("Only Tensors of floating point and complex dtype can require gradients"));
+        }
+        t.set_requires_grad(true, minigrad_core::autograd::meta::RequiresGradEntry::Method).map_err(crate::errors::to_py)?;
+    }
+    // TensorBase.__new__(cls) adopts PENDING without running the subclass's own __new__
+    // (Parameter.__new__ is what called us).
+    let meta = t.meta.clone();
+    PENDING.with(|p| *p.borrow_mut() = Some(t));
+    let obj = py.get_type::<TensorBase>().getattr("__new__")?.call1((cls,))?;
+    adopt(&obj, &meta);
+    Ok(obj.unbind())
+}
+
 /// The Python object for a core tensor: the one already made for this tensor if it is still
 /// alive (its address is kept in the tensor's autograd meta), so a tensor met twice is one
 /// object (`x.grad is x.grad`, `v._base is x`); otherwise a new `minigrad.Tensor`.
@@ -40,15 +60,25 @@ pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
         return Ok(obj);
     }
     let cls = TENSOR_CLASS.get(py).ok_or_else(|| type_err("minigrad._C used before minigrad was imported"))?;
+    wrap_as(t, cls.bind(py))
+}
+
+/// A new Python object of class `cls` (a TensorBase subclass) for a core tensor not yet wrapped.
+fn wrap_as(t: Tensor, cls: &Bound<'_, PyType>) -> PyResult<Py<PyAny>> {
     let meta = t.meta.clone();
     PENDING.with(|p| *p.borrow_mut() = Some(t));
-    let obj = cls.bind(py).call0()?;
+    let obj = cls.call0()?;
+    adopt(&obj, &meta);
+    Ok(obj.unbind())
+}
+
+/// Records `obj` as the one Python object of its core tensor (see `wrap`).
+fn adopt(obj: &Bound<'_, PyAny>, meta: &minigrad_core::autograd::meta::MetaRef) {
     let addr = obj.as_ptr() as usize;
     if let Ok(b) = obj.cast::<TensorBase>() {
         b.borrow_mut().self_addr = addr;
     }
     meta.lock().py_object = addr;
-    Ok(obj.unbind())
 }
 
 /// Kept for call sites that wrap views: the base is now recorded in the core tensor itself.

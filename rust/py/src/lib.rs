@@ -26,6 +26,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), dtype::PyDType::from(d))?;
     }
     m.add_function(wrap_pyfunction!(convert::_set_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_make_subclass, m)?)?;
     m.add("_debug_build", cfg!(debug_assertions))?;
     creation::register(m)?;
     elementwise::register(m)?;

@@ -28,6 +28,17 @@ pub fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &s
     wrap(py, out)
 }
 
+/// `addmm(self, mat1, mat2, *, beta=1, alpha=1)`.
+#[pyfunction]
+pub fn addmm(py: Python<'_>, x: &Bound<'_, PyAny>, mat1: &Bound<'_, PyAny>, mat2: &Bound<'_, PyAny>, beta: &Bound<'_, PyAny>, alpha: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (t, a, b) = (tensor_of(x, "input")?, tensor_of(mat1, "mat1")?, tensor_of(mat2, "mat2")?);
+    let number = |v: &Bound<'_, PyAny>| -> PyResult<Scalar> { to_scalar(v)?.ok_or_else(|| type_err("addmm(): beta and alpha must be numbers")) };
+    let (beta, alpha) = (number(beta)?, number(alpha)?);
+    let work = a.numel().max(b.numel());
+    let out = run(py, work, move || linalg::addmm(&t, &a, &b, beta, alpha))?;
+    wrap(py, out)
+}
+
 fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     let seq = seq.cast::<PySequence>().map_err(|_| type_err("expected a sequence of Tensors"))?;
     seq.try_iter()?.map(|t| tensor_of(&t?, "tensors")).collect()
@@ -107,6 +118,7 @@ pub fn index_add(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bo
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(addmm, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;

@@ -1,0 +1,113 @@
+"""`minigrad.nn.functional`: activations, softmax and dropout.
+
+Each is a thin call into an existing core op (`relu` is `Tensor.relu`, `leaky_relu`/`elu` are
+`_C.param_unary`, ...). With `inplace=True` the input itself is overwritten and returned: its
+version counter goes up, and autograd raises torch's error if the old values were needed
+(a leaf that requires grad, the output of `sigmoid`, whose backward reads that output, ...).
+"""
+
+import warnings
+
+from ... import _C
+from ..._creation import rand, zeros
+from ..._formatting import type_name
+
+__all__ = [
+    "relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "elu_", "gelu", "silu", "sigmoid", "tanh",
+    "softmax", "log_softmax", "dropout",
+]
+
+
+def _tensor(fn, input, name="input", position=1):
+    """torch's TypeError for a non-tensor argument of a native op."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {type_name(input)}")
+    return input
+
+
+def relu(input, inplace=False):
+    _tensor("relu_" if inplace else "relu", input)
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return _tensor("relu_", input).relu_()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _tensor("leaky_relu_" if inplace else "leaky_relu", input)
+    return _C.param_unary(input, "leaky_relu", float(negative_slope), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _C.param_unary(_tensor("leaky_relu_", input), "leaky_relu", float(negative_slope), True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _tensor("elu_" if inplace else "elu", input)
+    return _C.param_unary(input, "elu", float(alpha), inplace)
+
+
+def elu_(input, alpha=1.0):
+    return _C.param_unary(_tensor("elu_", input), "elu", float(alpha), True)
+
+
+def gelu(input, approximate="none"):
+    _tensor("gelu", input)
+    if approximate == "none":
+        return _C.unary(input, "gelu")
+    if approximate == "tanh":
+        return _C.unary(input, "gelu_tanh")
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input, inplace=False):
+    _tensor("silu_" if inplace else "silu", input)
+    return _C.unary_(input, "silu") if inplace else _C.unary(input, "silu")
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def _get_softmax_dim(name, ndim, stacklevel):
+    """torch's legacy choice of dim when none is given (0 for 0-, 1- and 3-D input, else 1)."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
+    return input.softmax(dim) if dtype is None else input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return input.log_softmax(dim) if dtype is None else input.log_softmax(dim, dtype=dtype)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability p and scales the rest by 1/(1-p), as torch's CPU
+    path: `input * noise` (MulBackward0, the noise saved). Not training, p = 0 or an empty
+    input give `input` itself. minigrad's random stream is its own, so the mask differs from
+    torch's for the same seed (docs/divergences.md)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _tensor("dropout_" if inplace else "dropout", input)
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        noise = zeros((), dtype=input.dtype)
+    else:
+        # bernoulli(1 - p): keep where a uniform draw falls below 1 - p
+        noise = (rand(input.shape, dtype=input.dtype) < (1 - p)).to(input.dtype).div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
