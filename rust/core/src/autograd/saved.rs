@@ -60,9 +60,13 @@ impl SavedTensor {
     /// The tensor, if its version still matches; `node` is the node that saved it.
     pub fn unpack(&self, node: &Node) -> Result<Tensor> {
         let t = self.data.as_ref().ok_or_else(|| Error::Runtime(FREED.into()))?;
+        // torch reads a saved input's grad_fn before checking its version (for the message):
+        // a stale view regenerates its grad_fn there, and a stale multi-output view raises its
+        // own error first.
+        let grad_fn = if self.is_output { None } else { t.grad_fn()? };
         let now = t.version();
         if now != self.version {
-            return Err(Error::Runtime(self.version_message(t, node, now)));
+            return Err(Error::Runtime(self.version_message(t, grad_fn, node, now)));
         }
         if self.is_output {
             // Re-attach the producing node so formulas run under create_graph see the history.
@@ -75,12 +79,12 @@ impl SavedTensor {
         Ok(t.current_data())
     }
 
-    fn version_message(&self, t: &Tensor, node: &Node, now: u64) -> String {
+    fn version_message(&self, t: &Tensor, grad_fn: Option<Arc<Node>>, node: &Node, now: u64) -> String {
         let clause = if self.is_output {
             format!(", which is output {} of {},", self.output_nr, node.forward_op_name())
         } else {
-            match t.grad_fn().ok().flatten() {
-                Some(f) => format!(", which is output 0 of {},", f.forward_op_name()),
+            match grad_fn {
+                Some(f) => format!(", which is output {} of {},", t.output_nr(), f.forward_op_name()),
                 None => String::new(),
             }
         };
