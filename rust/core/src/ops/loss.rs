@@ -87,6 +87,23 @@ fn num(v: f64) -> Arg {
     Arg::Scalar(Scalar::Float(v))
 }
 
+/// `t * v` (or `t / v`) as torch's C++ Tensor-Scalar overloads record it: MulBackward1 /
+/// DivBackward1. The formula multiplies by a 0-d tensor of the gradient's dtype, so a float64
+/// graph keeps the number's full precision at every order.
+fn scalar_node(t: &Tensor, v: f64, div: bool) -> Result<Tensor> {
+    let op = if div { BinaryOp::Div } else { BinaryOp::Mul };
+    let out = binary::binary_raw(op, &Arg::Tensor(t.clone()), &num(v), None)?;
+    let Some(mut rec) = Recorder::new(&[Some(t)])? else { return Ok(out) };
+    rec.value("other", crate::ops::reduce::py_number(Scalar::Float(v)));
+    let name = if div { "DivBackward1" } else { "MulBackward1" };
+    rec.finish(name, &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        let c = Tensor::scalar(Scalar::Float(v), g.dtype());
+        Ok(vec![Some(if div { fm::div(g, &c)? } else { fm::mul(g, &c)? })])
+    }))?;
+    Ok(out)
+}
+
 // ----- mse_loss, l1_loss -----
 
 /// Differentiable `mse_loss` (MseLossBackward0: saves self and target).
@@ -348,8 +365,8 @@ pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
             fm::div(&reduce::sum(&smooth, None, false, None)?, &denom)?
         }
     };
-    let a = fm::mul_s(&nll, 1.0 - label_smoothing)?;
-    let b = fm::mul_s(&ret, label_smoothing / n_classes as f64)?;
+    let a = scalar_node(&nll, 1.0 - label_smoothing, false)?;
+    let b = scalar_node(&ret, label_smoothing / n_classes as f64, false)?;
     fm::add(&a, &b)
 }
 
@@ -378,7 +395,7 @@ fn cross_entropy_probs(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: 
         }
     }
     let input = reduce::softmax(x, class_dim, Some(x.dtype()), true)?;
-    let target = if ls > 0.0 { fm::add_s(&fm::mul_s(target, 1.0 - ls)?, ls / n_classes as f64)? } else { target.clone() };
+    let target = if ls > 0.0 { fm::add_s(&scalar_node(target, 1.0 - ls, false)?, ls / n_classes as f64)? } else { target.clone() };
     let mut prod = fm::mul(&input, &target)?;
     if let Some(w) = weight {
         prod = fm::mul(&prod, &class_view(w, input.ndim(), class_dim)?)?;
@@ -390,9 +407,9 @@ fn cross_entropy_probs(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: 
             let total = fm::neg(&reduce::sum(&prod, None, false, None)?)?;
             let count = input.numel() / n_classes.max(1);
             if input.numel() == 0 {
-                return fm::mul_s(&total, f64::NAN);
+                return scalar_node(&total, f64::NAN, false);
             }
-            binary::binary(BinaryOp::Div, &Arg::Tensor(total), &Arg::Scalar(Scalar::Int(count as i64)), None)
+            scalar_node(&total, count as f64, true)
         }
     }
 }
@@ -517,8 +534,12 @@ pub fn binary_cross_entropy_with_logits(x: &Tensor, target: &Tensor, weight: Opt
         )));
     }
     let mut shape = x.shape().to_vec();
-    for t in [pos_weight, weight].into_iter().flatten() {
-        shape = broadcast_shapes(&shape, t.shape())?;
+    // torch's order of operations decides which shape is "tensor a" in the message.
+    if let Some(pw) = pos_weight {
+        shape = broadcast_shapes(pw.shape(), &shape)?;
+    }
+    if let Some(w) = weight {
+        shape = broadcast_shapes(&shape, w.shape())?;
     }
     let dtype = crate::dtype::promote_types(x.dtype(), target.dtype());
     let at = |t: &Tensor| -> Result<Vec<f64>> { Ok(f64s(&views::expand_raw(t, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)) };
