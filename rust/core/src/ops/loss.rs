@@ -404,12 +404,12 @@ fn cross_entropy_probs(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: 
         Reduction::None => fm::neg(&reduce::sum(&prod, Some(&[class_dim]), false, None)?),
         Reduction::Sum => fm::neg(&reduce::sum(&prod, None, false, None)?),
         Reduction::Mean => {
-            let total = fm::neg(&reduce::sum(&prod, None, false, None)?)?;
-            let count = input.numel() / n_classes.max(1);
+            let total = reduce::sum(&prod, None, false, None)?;
             if input.numel() == 0 {
-                return scalar_node(&total, f64::NAN, false);
+                // torch: -(...).sum().fill_(NAN); a factor of NaN stands in for the fill.
+                return fm::neg(&scalar_node(&total, f64::NAN, false)?);
             }
-            scalar_node(&total, count as f64, true)
+            scalar_node(&fm::neg(&total)?, (input.numel() / n_classes) as f64, true)
         }
     }
 }
@@ -626,7 +626,7 @@ mod tests {
             let p = || vals(vec![0.1, 0.5, 0.9, 0.3, 0.7, 0.2], &[2, 3]);
             let bw = vals(vec![1.0, 2.0, 0.5], &[3]);
             let leafed = |v: Tensor| leaf(v.to_vec::<f64>(), v.shape());
-            gradcheck("bce", &|t| binary_cross_entropy(&t[0], &t[1], Some(&bw), r), &[leafed(p()), leafed(vals(vec![0.2, 0.4, 0.6, 0.8, 1.0, 0.0], &[2, 3]))], true);
+            gradcheck("bce", &|t| binary_cross_entropy(&t[0], &t[1], Some(&bw), r), &[leafed(p()), leafed(vals(vec![0.2, 0.4, 0.6, 0.8, 0.5, 0.3], &[2, 3]))], true);
             let pw = vals(vec![3.0, 0.5, 1.0], &[3]);
             gradcheck("bce logits", &|t| binary_cross_entropy_with_logits(&t[0], &t[1], Some(&bw), Some(&pw), r), &[rand_leaf(&[2, 3], 8), leafed(p())], true);
         }
