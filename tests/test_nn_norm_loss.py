@@ -18,7 +18,7 @@ import minigrad as mg
 import minigrad.nn.functional as MF
 from parity import normalize_message, run_both
 
-EXAMPLES = settings(max_examples=25)
+EXAMPLES = settings(max_examples=60)
 REDUCTIONS = st.sampled_from(["mean", "sum", "none"])
 DT = {"float32": (mg.float32, torch.float32), "float64": (mg.float64, torch.float64)}
 
@@ -421,3 +421,28 @@ def test_functional_exports():
     for name in ["batch_norm", "layer_norm", "embedding", "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
                  "binary_cross_entropy", "binary_cross_entropy_with_logits"]:
         assert callable(getattr(MF, name))
+
+
+def _modified_saved(lib, F, case):
+    x = lib.ones(4, 3).requires_grad_()
+    rm, rv, w = lib.zeros(3), lib.ones(3), lib.ones(3).requires_grad_()
+    if case == "bn running_mean":
+        y = F.batch_norm(x * 2, rm, rv)
+        rm.add_(1)
+    elif case == "ln weight":
+        y = F.layer_norm(x * 2, (3,), w)
+        with lib.no_grad():
+            w.mul_(2)
+    elif case == "nll input":
+        y = F.nll_loss(h := x * 2, lib.tensor([0, 1, 2, 0]))
+        h.add_(1)
+    else:
+        y = F.mse_loss(h := x * 2, lib.zeros(4, 3))
+        h.add_(1)
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("case", ["bn running_mean", "ln weight", "nll input", "mse self"])
+def test_saved_tensors_are_version_checked(case):
+    kind, m, t = run_both(lambda: _modified_saved(mg, MF, case), lambda: _modified_saved(torch, TF, case))
+    assert kind == "err"
