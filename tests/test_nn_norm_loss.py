@@ -446,3 +446,32 @@ def _modified_saved(lib, F, case):
 def test_saved_tensors_are_version_checked(case):
     kind, m, t = run_both(lambda: _modified_saved(mg, MF, case), lambda: _modified_saved(torch, TF, case))
     assert kind == "err"
+
+
+@settings(max_examples=20)
+@given(seed=st.integers(0, 2**16), training=st.booleans())
+def test_strided_inputs(seed, training):
+    """Transposed and sliced inputs give torch's values and gradients."""
+    rng = rng_for(seed)
+    base = rng.normal(size=(3, 4, 6))
+    xm, xt = pair(base, grad=True)
+
+    def view(x):
+        return x.transpose(0, 2)[::2]  # (3, 4, 3), non-contiguous
+
+    for F, x, out in ((MF, xm, []), (TF, xt, [])):
+        v = view(x)
+        rm, rv = (mg.zeros(4, dtype=mg.float64), mg.ones(4, dtype=mg.float64)) if F is MF else (torch.zeros(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64))
+        out.append(F.batch_norm(v, rm, rv, training=training))
+        out.append(F.layer_norm(v, (4, 3)))
+        out.append(F.mse_loss(v, v.detach() * 0.5, reduction="sum"))
+        out.append(F.cross_entropy(v, (mg if F is MF else torch).tensor([[0, 1, 2], [3, 0, 1], [2, 2, 3]]).t().contiguous()[:3]))
+        sum(o.sum() * (k + 1) for k, o in enumerate(out)).backward()
+        if F is MF:
+            outs_m = out
+        else:
+            outs_t = out
+    for a, b in zip(outs_m, outs_t):
+        close(a, b)
+        assert a.grad_fn.name() == b.grad_fn.name()
+    close(xm.grad, xt.grad)
