@@ -389,6 +389,9 @@ def _errors(lib, F):
         "nll 1d": lambda: F.nll_loss(lib.zeros(5), lib.zeros(2).long()),
         "nll 0d": lambda: F.nll_loss(lib.zeros(()), lib.zeros(()).long()),
         "nll multi": lambda: F.nll_loss(x43, lib.zeros(4, 3).long()) if False else F.nll_loss(lib.zeros(3), lib.zeros(1, 1).long()),
+        "nll 0d target": lambda: F.nll_loss(x43, t(1)),
+        "nll empty batch 0d target": lambda: F.nll_loss(lib.zeros(0, 3), t(0)),
+        "ce 0d": lambda: F.cross_entropy(lib.zeros(()), t(1)),
         "ce smoothing": lambda: F.cross_entropy(x43, tgt, label_smoothing=1.5),
         "ce smoothing bounds": lambda: F.cross_entropy(x43, t([0, 1, 1, 5]), label_smoothing=0.1),
         "ce prob ignore": lambda: F.cross_entropy(x43, lib.zeros(4, 3), ignore_index=1),
@@ -475,3 +478,13 @@ def test_strided_inputs(seed, training):
         close(a, b)
         assert a.grad_fn.name() == b.grad_fn.name()
     close(xm.grad, xt.grad)
+
+
+def test_empty_inputs():
+    for shape, norm in (((2, 0), (0,)), ((0, 3), (3,))):
+        xm, xt = mg.zeros(*shape, requires_grad=True), torch.zeros(*shape, requires_grad=True)
+        ym, yt = MF.layer_norm(xm, norm), TF.layer_norm(xt, norm)
+        close(ym, yt)
+        ym.sum().backward()
+        yt.sum().backward()
+        close(xm.grad, xt.grad)

@@ -238,7 +238,7 @@ fn nll_loss_2d_input(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
         return Err(Error::Runtime("0D or 1D target tensor expected, multi-target not supported".into()));
     }
     let no_batch = x.ndim() == 1 && target.ndim() == 0;
-    if !no_batch && x.shape()[0] != target.shape()[0] {
+    if !no_batch && (target.ndim() == 0 || x.shape()[0] != target.shape()[0]) {
         return Err(Error::Runtime(format!("size mismatch (got input: {}, target: {})", fmt_shape(x.shape()), fmt_shape(target.shape()))));
     }
     let c = x.shape()[x.ndim() - 1];
@@ -279,8 +279,12 @@ pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reducti
     if x.ndim() < 1 {
         return Err(Error::Value(format!("Expected 1 or more dimensions (got {})", x.ndim())));
     }
-    if x.ndim() != 1 && target.ndim() > 0 && x.shape()[0] != target.shape()[0] {
-        return Err(Error::Value(format!("Expected input batch_size ({}) to match target batch_size ({}).", x.shape()[0], target.shape()[0])));
+    let target_batch = target.shape().first().copied().unwrap_or(0);
+    if x.ndim() != 1 && x.shape()[0] != target_batch {
+        return Err(Error::Value(format!("Expected input batch_size ({}) to match target batch_size ({}).", x.shape()[0], target_batch)));
+    }
+    if x.ndim() != 1 && target.ndim() == 0 {
+        return Err(Error::Index("Dimension specified as 0 but tensor has no dimensions".into()));
     }
     if x.ndim() == 1 && target.ndim() == 1 {
         if target.shape()[0] != 1 {
@@ -323,10 +327,6 @@ pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reducti
 /// input holds class probabilities.
 pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64, label_smoothing: f64) -> Result<Tensor> {
     let class_dim: i64 = if x.ndim() == 1 { 0 } else { 1 };
-    if x.ndim() == 0 {
-        return Err(Error::Index("Dimension out of range (expected to be in range of [-1, 0], but got 1)".into()));
-    }
-    let n_classes = x.shape()[class_dim as usize];
     if x.shape() == target.shape() {
         if !target.dtype().is_floating() {
             return Err(Error::Runtime(format!("Expected floating point type for target with class probabilities, got {}", target.dtype().scalar_type_name())));
@@ -335,8 +335,10 @@ pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
             return Err(Error::Runtime("ignore_index is not supported for floating point target".into()));
         }
         check_smoothing(label_smoothing)?;
+        let n_classes = class_count(x, class_dim)?;
         return cross_entropy_probs(x, target, weight, r, label_smoothing, class_dim, n_classes);
     }
+    let n_classes = class_count(x, class_dim)?;
     let input = reduce::softmax(x, class_dim, Some(x.dtype()), true)?;
     if label_smoothing <= 0.0 {
         return nll_loss(&input, target, weight, r, ignore_index);
@@ -368,6 +370,12 @@ pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
     let a = scalar_node(&nll, 1.0 - label_smoothing, false)?;
     let b = scalar_node(&ret, label_smoothing / n_classes as f64, false)?;
     fm::add(&a, &b)
+}
+
+/// The size of the class dim (torch's dim error for a 0-d input).
+fn class_count(x: &Tensor, class_dim: i64) -> Result<usize> {
+    let d = crate::shape::wrap_dim(class_dim, x.ndim())?;
+    Ok(x.shape().get(d).copied().unwrap_or(1))
 }
 
 fn check_smoothing(ls: f64) -> Result<()> {

@@ -298,12 +298,14 @@ fn check_layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tens
 pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
     check_layer_norm(x, normalized_shape, weight, bias)?;
     let m: usize = normalized_shape.iter().product();
-    let rows = x.numel().checked_div(m).unwrap_or(0);
+    let k = normalized_shape.len();
+    let rows: usize = x.shape()[..x.ndim() - k].iter().product();
     let xs = f64s(x);
     let w = weight.map(f64s);
     let b = bias.map(f64s);
     let mut out = vec![0.0f64; x.numel()];
-    let mut stats = vec![(0.0f64, 0.0f64); rows];
+    // An empty normalized shape has no mean: NaN statistics, as torch.
+    let mut stats = vec![(f64::NAN, f64::NAN); rows];
     if m > 0 {
         let min_len = if x.numel() < PAR_MIN { usize::MAX } else { 1 };
         out.par_chunks_mut(m).zip(stats.par_iter_mut()).with_min_len(min_len).enumerate().for_each(|(r, (dst, st))| {
@@ -318,7 +320,6 @@ pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Te
             *st = (mean, rstd);
         });
     }
-    let k = normalized_shape.len();
     let mut stat_shape = x.shape()[..x.ndim() - k].to_vec();
     stat_shape.extend(std::iter::repeat_n(1, k));
     let dt = x.dtype();
