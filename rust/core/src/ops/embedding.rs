@@ -92,8 +92,7 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
     check_indices(indices)?;
     let idx = crate::ops::copy::to_dtype_raw(indices, DType::Int64).to_vec::<i64>();
     let (n, d) = (weight.shape()[0], weight.shape()[1]);
-    if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i as usize >= n) {
-        let _ = bad;
+    if idx.iter().any(|&i| i < 0 || i as usize >= n) {
         return Err(Error::Index("index out of range in self".into()));
     }
     let mut w = f64s(weight);
