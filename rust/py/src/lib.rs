@@ -15,6 +15,7 @@ mod errors;
 mod indexing;
 mod interop;
 mod linalg;
+mod nn_norm;
 mod reduce;
 mod tensor;
 
@@ -35,5 +36,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     indexing::register(m)?;
     autograd::register(m)?;
+    nn_norm::register(m)?;
     Ok(())
 }

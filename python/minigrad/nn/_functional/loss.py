@@ -1,3 +1,88 @@
-"""`minigrad.nn.functional`: the loss family (filled in by its own change)."""
+"""`minigrad.nn.functional`: losses. The kernels and autograd nodes (MseLossBackward0,
+NllLossBackward0, BinaryCrossEntropyBackward0, ...) live in the Rust core (`ops/loss.rs`); here
+are torch's Python-level rules (legacy size_average/reduce, size warnings)."""
 
-__all__: list[str] = []
+import warnings
+
+from ... import _C
+
+__all__ = [
+    "mse_loss",
+    "l1_loss",
+    "nll_loss",
+    "cross_entropy",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+]
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """torch's `_Reduction.legacy_get_string`: the deprecated flags override `reduction`."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use reduction='"
+        + ("none" if reduce is False else "mean" if size_average is not False else "sum")
+        + "' instead.",
+        stacklevel=3,
+    )
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _warn_broadcast(input, target):
+    if target.size() != input.size():
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error (MseLossBackward0); input and target broadcast against each other."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast(input, target)
+    if weight is not None:
+        raise NotImplementedError("mse_loss(weight=...) is not supported by minigrad")
+    return _C.pointwise_loss("mse_loss", input, target, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error, composed as torch composes it: (input - target).abs().mean()."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast(input, target)
+    if weight is not None:
+        raise NotImplementedError("l1_loss(weight=...) is not supported by minigrad")
+    return _C.pointwise_loss("l1_loss", input, target, reduction)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log likelihood of class-index targets: (C), (N, C) or (N, C, d1, ...) input."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _C.nll_loss(input, target, weight, reduction, int(ignore_index))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """log_softmax over the class dim then nll_loss; class-probability targets (shaped like the
+    input) and label smoothing as torch composes them."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _C.cross_entropy(input, target, weight, reduction, int(ignore_index), float(label_smoothing))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 (BinaryCrossEntropyBackward0)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _C.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Sigmoid and binary cross entropy in one numerically stable step
+    (BinaryCrossEntropyWithLogitsBackward0)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _C.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)

@@ -1,3 +1,52 @@
-"""`minigrad.nn.functional`: the norm family (filled in by its own change)."""
+"""`minigrad.nn.functional`: batch_norm, layer_norm and embedding. The work and the autograd
+nodes (NativeBatchNormBackward0, NativeLayerNormBackward0, EmbeddingBackward0) live in the
+Rust core (`ops/norm.rs`, `ops/embedding.rs`); here are torch's Python-level rules."""
 
-__all__: list[str] = []
+import operator
+
+from ... import _C
+from ...autograd import no_grad
+
+__all__ = ["batch_norm", "layer_norm", "embedding"]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """Normalizes each channel (dim 1) over the batch and spatial dims. In training the batch
+    statistics are used and the running ones updated in place (unbiased variance), as torch."""
+    if training:
+        size = input.size()
+        values_per_channel = size[0] if len(size) > 0 else 1
+        for d in size[2:]:
+            values_per_channel *= d
+        if values_per_channel == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    return _C.batch_norm(input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Normalizes over the trailing `normalized_shape` dims, then scales and shifts."""
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(
+            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+            f"{type(normalized_shape).__name__}"
+        )
+    shape = [operator.index(d) for d in normalized_shape]
+    return _C.layer_norm(input, shape, weight, bias, float(eps))
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Looks up rows of `weight`; `padding_idx` rows get no gradient; `max_norm` renormalizes
+    the looked-up rows of `weight` in place first (under no_grad, as torch)."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
+            padding_idx = weight.size(0) + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        input = input.contiguous()
+        with no_grad():
+            _C.embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    return _C.embedding(weight, input, int(padding_idx), bool(scale_grad_by_freq), bool(sparse))
