@@ -8,7 +8,7 @@ from digits import backend, load, parse_args, train
 
 
 def main():
-    args = parse_args(__doc__.splitlines()[0], epochs=15, lr=0.02)
+    args = parse_args(__doc__.splitlines()[0], epochs=20, lr=0.05)
     lib = backend(args.backend)
     nn, optim = lib.nn, lib.optim
     lib.manual_seed(args.seed)

@@ -68,6 +68,13 @@ pub trait Backward: Send {
     }
     /// Lets saved outputs point back (weakly) at the node that saved them.
     fn link_producer(&mut self, _node: &Arc<Node>) {}
+    /// An in-place op on a view saved its own result: its version message names the view's
+    /// grad_fn after the rebase (`grad_fn`), as torch's `is_inplace_on_view` saved variables.
+    fn name_outputs_by(&mut self, _grad_fn: &Arc<Node>) {}
+    /// Whether this node saved one of its own outputs.
+    fn saves_output(&self) -> bool {
+        false
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -224,6 +231,14 @@ impl Backward for FnBackward {
         for (_, s) in &mut self.saved {
             s.set_producer(node);
         }
+    }
+    fn name_outputs_by(&mut self, grad_fn: &Arc<Node>) {
+        for (_, s) in &mut self.saved {
+            s.name_by(grad_fn);
+        }
+    }
+    fn saves_output(&self) -> bool {
+        self.saved.iter().any(|(_, s)| s.is_output())
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -146,7 +146,14 @@ impl Recorder {
     /// new node (R28) or, for a view, onto a CopySlices node of its base (R32).
     pub fn finish_inplace(self, name: &'static str, self_: &Tensor, formula: Formula) -> Result<()> {
         let node = self.node(name, 1, formula);
-        inplace::rebase_history(self_, node)
+        inplace::rebase_history(self_, node.clone())?;
+        if self_.is_view() && node.body().saves_output() {
+            // torch saves the result after the rebase, reading the view's (regenerated) grad_fn
+            if let Some(view_fn) = self_.grad_fn()? {
+                node.body().name_outputs_by(&view_fn);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -22,6 +22,9 @@ pub struct SavedTensor {
     output_nr: usize,
     /// For outputs: the node that produced them (re-attached on unpack, for double backward).
     producer: Weak<Node>,
+    /// For the result of an in-place op on a view: the view's grad_fn after the rebase, which
+    /// the version message names while it lives (torch's `weak_grad_fn_`).
+    named_by: Option<Weak<Node>>,
     /// Anomaly mode / mutation blame: where it was saved.
     pub saved_at: Option<String>,
 }
@@ -32,17 +35,23 @@ impl SavedTensor {
         if t.is_inference() && !mode::is_inference_mode() {
             return Err(Error::Runtime(INFERENCE_SAVED.into()));
         }
-        Ok(SavedTensor { data: Some(t.clone()), version: t.version(), is_output: false, output_nr: 0, producer: Weak::new(), saved_at: trace() })
+        Ok(SavedTensor { data: Some(t.clone()), version: t.version(), is_output: false, output_nr: 0, producer: Weak::new(), named_by: None, saved_at: trace() })
     }
 
     /// Saves output `output_nr` of the node being built (the node is linked once it exists).
     pub fn output(t: &Tensor, output_nr: usize) -> SavedTensor {
-        SavedTensor { data: Some(t.fresh_handle()), version: t.version(), is_output: true, output_nr, producer: Weak::new(), saved_at: trace() }
+        SavedTensor { data: Some(t.fresh_handle()), version: t.version(), is_output: true, output_nr, producer: Weak::new(), named_by: None, saved_at: trace() }
     }
 
     pub fn set_producer(&mut self, node: &Arc<Node>) {
         if self.is_output {
             self.producer = Arc::downgrade(node);
+        }
+    }
+
+    pub fn name_by(&mut self, grad_fn: &Arc<Node>) {
+        if self.is_output {
+            self.named_by = Some(Arc::downgrade(grad_fn));
         }
     }
 
@@ -81,7 +90,11 @@ impl SavedTensor {
 
     fn version_message(&self, t: &Tensor, grad_fn: Option<Arc<Node>>, node: &Node, now: u64) -> String {
         let clause = if self.is_output {
-            format!(", which is output {} of {},", self.output_nr, node.forward_op_name())
+            match self.named_by.as_ref().and_then(Weak::upgrade) {
+                // the regenerated view node is output 0 of itself
+                Some(f) => format!(", which is output 0 of {},", f.forward_op_name()),
+                None => format!(", which is output {} of {},", self.output_nr, node.forward_op_name()),
+            }
         } else {
             match grad_fn {
                 Some(f) => format!(", which is output {} of {},", t.output_nr(), f.forward_op_name()),
