@@ -15,6 +15,7 @@ mod errors;
 mod indexing;
 mod interop;
 mod linalg;
+mod nn_conv;
 mod reduce;
 mod tensor;
 
@@ -34,5 +35,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     indexing::register(m)?;
     autograd::register(m)?;
+    nn_conv::register(m)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod advanced;
 pub mod binary;
+pub mod conv;
 pub mod copy;
 pub mod creation;
 pub mod gather;
@@ -12,6 +13,8 @@ pub mod iter_layout;
 pub mod join;
 pub mod linalg;
 pub mod mask;
+pub mod pad;
+pub mod pool;
 pub mod reduce;
 pub mod unary;
 pub mod views;
