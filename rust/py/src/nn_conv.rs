@@ -83,11 +83,21 @@ pub fn constant_pad(py: Python<'_>, x: &Bound<'_, TensorBase>, pad: Vec<i64>, va
     wrap(py, out)
 }
 
+/// `pad(mode='reflect'|'replicate')` of the last two dims; `pad` is (left, right, top, bottom).
+#[pyfunction]
+pub fn pad2d(py: Python<'_>, x: &Bound<'_, TensorBase>, pad: Vec<i64>, mode: &str) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let mode = if mode == "reflect" { pad::Mode2d::Reflect } else { pad::Mode2d::Replicate };
+    let out = run(py, t.numel(), || pad::pad2d(&t, &pad, mode))?;
+    wrap(py, out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conv2d, m)?)?;
     m.add_function(wrap_pyfunction!(max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(avg_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(adaptive_avg_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(constant_pad, m)?)?;
+    m.add_function(wrap_pyfunction!(pad2d, m)?)?;
     Ok(())
 }

@@ -107,7 +107,9 @@ def adaptive_avg_pool2d(input, output_size):
 
 def pad(input, pad, mode="constant", value=None):
     """Pads (or, with negative amounts, crops) the last len(pad)//2 dims; `pad` lists
-    (left, right) pairs from the last dim backwards. mode='constant' only (ConstantPadNdBackward0)."""
+    (left, right) pairs from the last dim backwards. mode='constant' (ConstantPadNdBackward0) for
+    any dims; 'reflect'/'replicate' for the last two dims (ReflectionPad2DBackward0 /
+    ReplicationPad2DBackward0)."""
     _tensor("pad", "input", 1, input)
     pad = [int(p) for p in pad]
     if mode == "constant":
@@ -116,5 +118,15 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    raise NotImplementedError(f"minigrad: pad(mode='{mode}') is not implemented; only mode='constant' is")
-
+    dim, n = input.dim(), len(pad)
+    if not ((n == 2 and dim in (2, 3)) or (n == 4 and dim in (3, 4)) or (n == 6 and dim in (4, 5))):
+        raise NotImplementedError(
+            f"Padding size {n} is not supported for {dim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    if mode == "circular" or n != 4:
+        raise NotImplementedError(f"minigrad: pad(mode='{mode}') supports the last two dims only (4 padding values), not circular")
+    return _C.pad2d(input, pad, mode)

@@ -8,6 +8,7 @@ pub mod gather;
 pub mod index;
 pub mod iter;
 pub mod matmul;
+pub mod pad;
 pub mod parallel;
 pub mod pool;
 pub mod reduce;

@@ -123,6 +123,10 @@ fn check(x: &Tensor, w: &Tensor, b: Option<&Tensor>, stride: &[i64], padding: &[
             )));
         }
     }
+    if ws[2] == 0 || ws[3] == 0 {
+        // torch fails inside oneDNN here; minigrad says what is wrong.
+        return Err(Error::Runtime(format!("conv2d: weight of size {} has an empty kernel", list(ws))));
+    }
     let padded = [xs[2] + 2 * padding[0] as usize, xs[3] + 2 * padding[1] as usize];
     let kernel = [(ws[2].max(1) - 1) * dilation[0] as usize + 1, (ws[3].max(1) - 1) * dilation[1] as usize + 1];
     if padded[0] < kernel[0] || padded[1] < kernel[1] {

@@ -65,6 +65,12 @@ fn check_pool(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 
     if !(nd == 3 || nd == 4) || s[nd - 3..].contains(&0) {
         return Err(Error::Runtime(format!("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:{}", list(s))));
     }
+    if kernel[1] / 2 < padding[1] || kernel[0] / 2 < padding[0] {
+        return Err(Error::Runtime(format!(
+            "pad should be smaller than or equal to half of kernel size, but got padW = {}, padH = {}, kW = {}, kH = {}",
+            padding[1], padding[0], kernel[1], kernel[0]
+        )));
+    }
     if oh < 1 || ow < 1 {
         let c = s[nd - 3];
         return Err(Error::Runtime(format!("Given input size: ({}x{}x{}). Calculated output size: ({}x{}x{}). Output size is too small", c, h, w, c, oh, ow)));
@@ -197,7 +203,11 @@ fn avg_apply(t: &Tensor, x_shape: &[usize], out_hw: [usize; 2], win: &AvgWindows
 /// direction, `back_name` for the adjoint, alternating at each order of differentiation.
 fn avg_linear(t: &Tensor, x_shape: Vec<usize>, out_hw: [usize; 2], win: std::sync::Arc<AvgWindows>, adjoint: bool, names: [&'static str; 2]) -> Result<Tensor> {
     let out = avg_apply(t, &x_shape, out_hw, &win, adjoint);
-    let Some(rec) = Recorder::new(&[Some(t)])? else { return Ok(out) };
+    let Some(mut rec) = Recorder::new(&[Some(t)])? else { return Ok(out) };
+    if !adjoint {
+        // torch's pooling nodes save their input (so modifying it in place breaks backward).
+        rec.save("self", t)?;
+    }
     let name = if adjoint { names[1] } else { names[0] };
     rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(avg_linear(ctx.grad(), x_shape.clone(), out_hw, win.clone(), !adjoint, names)?)])))?;
     Ok(out)
