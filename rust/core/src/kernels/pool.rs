@@ -148,9 +148,16 @@ pub fn max_forward<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T], idx: &m
         let plane = &x[p * plane_in..(p + 1) * plane_in];
         for oy in 0..g.oh {
             for ox in 0..g.ow {
-                let first_y = taps(oy, 0, g.h).next().unwrap_or(0);
-                let first_x = taps(ox, 1, g.w).next().unwrap_or(0);
-                let (mut best, mut at) = (T::from_f64(f64::NEG_INFINITY), first_y * g.w + first_x);
+                // torch's starting index: the first tap at or after 0 (possibly past the edge
+                // when no tap falls inside; then the output is -inf and the index is kept).
+                let first = |o: usize, d: usize| {
+                    let mut p = (o * g.stride[d]) as isize - g.padding[d] as isize;
+                    while p < 0 {
+                        p += g.dilation[d] as isize;
+                    }
+                    p as usize
+                };
+                let (mut best, mut at) = (T::from_f64(f64::NEG_INFINITY), first(oy, 0) * g.w + first(ox, 1));
                 for iy in taps(oy, 0, g.h) {
                     for ix_ in taps(ox, 1, g.w) {
                         let v = plane[iy * g.w + ix_];
@@ -180,7 +187,11 @@ pub fn max_backward<T: ConvElem>(grad: &[T], idx: &[i64], plane_in: usize, plane
     for_planes(dx, plane_in, dx.len(), |p, d| {
         d.fill(T::zero());
         for j in p * plane_out..(p + 1) * plane_out {
-            d[idx[j] as usize] += grad[j];
+            // An index past the plane only comes from a window with no input in it (its
+            // output is -inf); torch would write out of bounds there, minigrad skips it.
+            if let Some(v) = d.get_mut(idx[j] as usize) {
+                *v += grad[j];
+            }
         }
     });
 }
