@@ -65,6 +65,7 @@ mod tests {
         assert_eq!(&out[..5], &[4.0, 3.0, 4.0, 5.0, 4.0]);
         let mut dx = vec![9.0; 6];
         scatter2d(&[1.0; 15], 3, 6, &rows, &cols, &mut dx);
-        assert_eq!(dx, vec![1.0, 4.0, 1.0, 2.0, 8.0, 2.0]);
+        // Each input pixel gets (uses of its row) x (uses of its column).
+        assert_eq!(dx, vec![1.0, 3.0, 1.0, 2.0, 6.0, 2.0]);
     }
 }
