@@ -16,6 +16,7 @@ mod indexing;
 mod interop;
 mod linalg;
 mod nn_norm;
+mod nn_conv;
 mod reduce;
 mod tensor;
 
@@ -37,5 +38,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     indexing::register(m)?;
     autograd::register(m)?;
     nn_norm::register(m)?;
+    nn_conv::register(m)?;
     Ok(())
 }

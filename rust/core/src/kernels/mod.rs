@@ -1,13 +1,16 @@
 //! CPU kernels. Each takes raw strided operands (`Arg`) and a shape; the op layer (`ops/`) has
 //! already checked shapes, dtypes and overlap and allocated the outputs.
 
+pub mod conv;
 pub mod elementwise;
 pub mod fill;
 pub mod gather;
 pub mod index;
 pub mod iter;
 pub mod matmul;
+pub mod pad;
 pub mod parallel;
+pub mod pool;
 pub mod reduce;
 pub mod reducers;
 pub mod softmax;

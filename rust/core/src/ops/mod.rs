@@ -4,6 +4,7 @@
 
 pub mod advanced;
 pub mod binary;
+pub mod conv;
 pub mod copy;
 pub mod creation;
 pub mod embedding;
@@ -15,6 +16,8 @@ pub mod linalg;
 pub mod loss;
 pub mod mask;
 pub mod norm;
+pub mod pad;
+pub mod pool;
 pub mod reduce;
 pub mod unary;
 pub mod views;
