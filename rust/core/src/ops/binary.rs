@@ -704,9 +704,12 @@ fn is_differentiable(op: BinaryOp) -> bool {
 }
 
 /// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
+/// A Python number as torch saves it for backward: a 0-d double (or int64 / bool) tensor, so
+/// a float64 gradient sees the number at full precision; 0-d, it never widens a float32 one.
 fn wrapped(a: &Arg) -> Tensor {
     match a {
         Arg::Tensor(t) => t.clone(),
+        Arg::Scalar(s @ Scalar::Float(_)) => Tensor::scalar(*s, DType::Float64),
         Arg::Scalar(s) => Tensor::scalar(*s, s.wrapped_dtype()),
     }
 }
