@@ -37,7 +37,8 @@ def convnet(lib, inplace):
             out += x
             return self.relu(out)
 
-    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=inplace),
+    # (no bias before BatchNorm: its gradient is pure rounding noise, which Adam would amplify)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(inplace=inplace),
                          Residual(4), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
 
 
@@ -51,9 +52,12 @@ def copy_weights(t_model, m_model):
 
 
 def batches(shape, n=STEPS, batch=16, seed=0):
+    """Random inputs labelled by a fixed random linear teacher, so there is something to learn."""
     rng = np.random.default_rng(seed)
+    teacher = rng.standard_normal((int(np.prod(shape)), 10))
     for _ in range(n):
-        yield rng.standard_normal((batch, *shape)).astype(np.float32), rng.integers(0, 10, batch)
+        x = rng.standard_normal((batch, *shape)).astype(np.float32)
+        yield x, (x.reshape(batch, -1) @ teacher).argmax(1)
 
 
 def run(lib, model, make_opt, shape):
@@ -86,7 +90,7 @@ def test_loss_curve_matches_torch(arch, optimizer, inplace):
     copy_weights(t_model, m_model)
     t_losses = run(torch, t_model, OPTIMIZERS[optimizer], shape)
     m_losses = run(mg, m_model, OPTIMIZERS[optimizer], shape)
-    assert t_losses[-1] < t_losses[0]  # the run trains at all
+    assert t_losses[-10:].mean() < t_losses[:10].mean()  # the run trains at all
     np.testing.assert_allclose(m_losses, t_losses, rtol=2e-4, atol=2e-5)
     # and the trained weights and running statistics agree too
     for (name, t), (m_name, m) in zip(t_model.state_dict().items(), m_model.state_dict().items()):
