@@ -123,7 +123,10 @@ def main():
 
 
 def show_error(lib, generator, discriminator, opt_d, bce, ones, zeros, rng, n):
-    """The classic mistake: G's loss built through D *before* D's in-place step."""
+    """The classic mistake: G's loss built through D *before* D's in-place step. Anomaly mode
+    (on before the forward pass, so nodes remember where they were made) makes minigrad add its
+    mutation blame: where the tensor was saved and which in-place op moved its version."""
+    lib.autograd.set_detect_anomaly(True)
     real = lib.from_numpy(sample_real(rng, n))
     fake = generator(lib.randn(n, 8))
     g_loss = bce(discriminator(fake), ones)                  # saves D's weights
@@ -131,8 +134,6 @@ def show_error(lib, generator, discriminator, opt_d, bce, ones, zeros, rng, n):
     opt_d.zero_grad()
     d_loss.backward()
     opt_d.step()                                             # modifies them in place
-    if hasattr(lib.autograd, "set_detect_anomaly"):
-        lib.autograd.set_detect_anomaly(True)                # minigrad adds mutation blame
     try:
         g_loss.backward()
     except RuntimeError as e:

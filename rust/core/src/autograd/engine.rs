@@ -230,11 +230,14 @@ fn call_node(node: &Arc<Node>, mut grads: Vec<Option<Tensor>>, keep_graph: bool)
         Ok(o) => o,
         Err(e) => {
             if mode::is_anomaly_enabled() {
-                mode::push_warning(format!(
-                    "Error detected in {}. Traceback of forward call that caused the error:\n{}",
-                    node.name,
-                    node.trace.clone().unwrap_or_default()
-                ));
+                mode::push_warning(match &node.trace {
+                    Some(trace) => format!("Error detected in {}. Traceback of forward call that caused the error:\n{}", node.name, trace),
+                    // the node was recorded before anomaly mode was turned on
+                    None => format!(
+                        "Error detected in {}. No forward pass information available. Enable detect anomaly during forward pass for more information.",
+                        node.name
+                    ),
+                });
             }
             return Err(e);
         }
