@@ -116,8 +116,8 @@ def main():
                 with lib.no_grad():
                     samples = generator(lib.randn(2000, 8)).numpy()
                 covered, near = modes_covered(samples)
-                bar.console.print(f"step {step:5d}  D loss {d_sum / every:.3f}  G loss {g_sum / every:.3f}  "
-                                  f"modes covered {covered}/8  samples near a mode {near:.0%}")
+                print(f"step {step:5d}  D loss {d_sum / every:.3f}  G loss {g_sum / every:.3f}  "
+                      f"modes covered {covered}/8  near a mode {near:.0%}")
                 d_sum = g_sum = 0.0
     print(f"done in {time.perf_counter() - started:.1f} s")
 
