@@ -300,7 +300,7 @@ enum Mode {
 }
 
 /// Runs `op` with inputs already cast to `compute` and `dst` of `compute` (or bool for comparisons).
-fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode) {
+fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode, alpha: Option<f64>) {
     let shape = dst.shape().to_vec();
     let sa = broadcast_strides(a, &shape);
     let sb = broadcast_strides(b, &shape);
@@ -326,6 +326,23 @@ fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode) {
                 }
             }
         };
+    }
+    if let Some(alpha) = alpha {
+        // Float add/sub with alpha: one fused multiply-add, `a + alpha * b` rounded once, as
+        // torch's kernels (vec::fmadd) compute it.
+        let alpha = if op == BinaryOp::Sub { -alpha } else { alpha };
+        match compute {
+            DType::Float32 => {
+                let al = alpha as f32;
+                let f = move |x: f32, y: f32| y.mul_add(al, x);
+                go!(f32, f32, f)
+            }
+            _ => {
+                let f = move |x: f64, y: f64| y.mul_add(alpha, x);
+                go!(f64, f64, f)
+            }
+        }
+        return;
     }
     if op.is_comparison() {
         crate::dispatch!(compute, T => cmp_fn!(op, T, f => {
@@ -381,12 +398,17 @@ fn check_alpha(alpha: Option<Scalar>, dtype: DType) -> Result<()> {
     }
 }
 
-/// Folds `alpha` into b (`a + alpha * b`), leaving b unchanged when alpha is absent or 1. The
-/// product is taken in the op's compute dtype, as torch's kernel does (a float32 `b` added to a
-/// float64 `a` is scaled in float64).
+/// The alpha of a float add/sub that is not 1: the kernel fuses it (`fused_alpha`).
+fn fused_alpha(op: BinaryOp, alpha: Option<Scalar>, compute: DType) -> Option<f64> {
+    let alpha = alpha?.to_f64();
+    (matches!(op, BinaryOp::Add | BinaryOp::Sub) && compute.is_floating() && alpha != 1.0).then_some(alpha)
+}
+
+/// Folds an integer `alpha` into b (`a + alpha * b`, wrapping as torch's integer kernels),
+/// leaving b unchanged when alpha is absent or 1; float alphas are fused by the kernel instead.
 fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>, compute: DType) -> Result<Arg> {
     let Some(alpha) = alpha else { return Ok(b) };
-    if !matches!(op, BinaryOp::Add | BinaryOp::Sub) || alpha.to_f64() == 1.0 {
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub) || alpha.to_f64() == 1.0 || compute.is_floating() {
         return Ok(b);
     }
     Ok(match b {
@@ -409,9 +431,10 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     op.kernel_check(compute, b)?;
     let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype);
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
+    let fused = fused_alpha(op, alpha, compute);
     let (ta, tb) = (a.as_tensor(compute), b.as_tensor(compute));
     check_int_zero_division(op, compute, &tb, out.numel())?;
-    run(op, &out, &ta, &tb, Mode::Fresh);
+    run(op, &out, &ta, &tb, Mode::Fresh, fused);
     Ok(out)
 }
 
@@ -445,18 +468,19 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
     check_alpha(alpha, common)?;
     op.kernel_check(compute, b)?;
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
+    let fused = fused_alpha(op, alpha, compute);
     let tb = b.as_tensor(compute);
     check_int_zero_division(op, compute, &tb, a.numel())?;
     write(a, &[&tb], |reads| {
         let (b_read, alias) = &reads[0];
         if compute == a.dtype() && out_dtype == a.dtype() {
             let mode = if *alias == Alias::Same { Mode::InPlaceSelf } else { Mode::InPlace };
-            run(op, a, a, b_read, mode);
+            run(op, a, a, b_read, mode, fused);
         } else {
             // Mixed dtypes: compute into a temporary of the result type, then cast into a.
             let ta = crate::ops::copy::cast_input(a, compute);
             let tmp = Tensor::empty(a.shape(), out_dtype);
-            run(op, &tmp, &ta, b_read, Mode::Fresh);
+            run(op, &tmp, &ta, b_read, Mode::Fresh, fused);
             copy_kernel(a, &tmp);
         }
         Ok(())
@@ -792,7 +816,8 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Resul
             let ga = if na { Some(div(g, &other)?) } else { None };
             let gb = if nb {
                 let a = next();
-                Some(neg(&div(&mul(g, &a)?, &mul(&other, &other)?)?)?)
+                // torch's div_tensor_other_backward, in its order (float32 rounding follows it)
+                Some(mul(&neg(g)?, &div(&div(&a, &other)?, &other)?)?)
             } else {
                 None
             };
