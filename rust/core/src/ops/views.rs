@@ -201,9 +201,15 @@ pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 /// A view (ViewBackward0) when possible; otherwise a copy recorded as UnsafeViewBackward0.
 pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     // torch's composite ops (reshape, flatten, narrow, chunk) check their arguments before the
-    // view they call reaches autograd, so argument errors come before a stale view's error.
+    // view they call reaches autograd, so argument errors come before a stale view's error;
+    // except that reshape hands a contiguous input straight to `view` (autograd first).
+    if t.is_contiguous() {
+        crate::autograd::record::precheck(&[Some(t)])?;
+    }
     let out = reshape_raw(t, shape)?;
-    crate::autograd::record::precheck(&[Some(t)])?;
+    if !t.is_contiguous() {
+        crate::autograd::record::precheck(&[Some(t)])?;
+    }
     record_reshape(t, &out)?;
     Ok(out)
 }
