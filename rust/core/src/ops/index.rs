@@ -515,7 +515,7 @@ fn view_or_self(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> 
 /// UnsqueezeBackward0 for the last step; AliasBackward0 for `...` and keys that change
 /// nothing); advanced keys give IndexBackward0 on the basic view before them.
 pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
-    precheck_key(x, key)?;
+    precheck_key(x, key, false)?;
     match key {
         Key::Single(TensorIndex::Int(i)) => {
             let l = select(&x.layout, 0, *i, 0)?;
@@ -550,20 +550,55 @@ pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
 /// torch runs a key's first view op through autograd (collecting x's gradient edge, which may
 /// raise a stale view's error) before that op's own shape checks; integer items check their
 /// range before any op. This reproduces that order.
-fn precheck_key(x: &Tensor, key: &Key) -> Result<()> {
-    let first = match key {
-        Key::Single(item) => Some(item),
-        Key::Tuple(items) => items.first(),
+fn precheck_key(x: &Tensor, key: &Key, setting: bool) -> Result<()> {
+    let precheck = || crate::autograd::record::precheck(&[Some(x)]);
+    let in_range = |i: i64, size: Option<&usize>| size.is_some_and(|&n| i >= -(n as i64) && i < n as i64);
+    let items = match key {
+        Key::Single(TensorIndex::Int(i)) => return if in_range(*i, x.shape().first()) { precheck() } else { Ok(()) },
+        // a lone slice always runs when reading (torch disables the full-slice shortcut there)
+        Key::Single(TensorIndex::Slice { step, .. }) if !setting => return if *step > 0 { precheck() } else { Ok(()) },
+        Key::Single(item @ TensorIndex::Slice { .. }) => std::slice::from_ref(item),
+        Key::Single(TensorIndex::Invalid(_)) => return Ok(()),
+        Key::Single(_) => return precheck(), // None / True / False unsqueeze, `...` aliases, a tensor indexes
+        Key::Tuple(items) => items,
     };
-    let runs_op_first = match first {
-        Some(TensorIndex::Slice { step, .. }) => *step > 0,
-        Some(TensorIndex::None | TensorIndex::Ellipsis | TensorIndex::Bool(true)) => true,
-        _ => false,
+    // torch's applySlicing: first "too many indices", then item by item; the first item that
+    // runs an op (after its own argument check) reaches autograd.
+    let consumes = |it: &TensorIndex| match it {
+        TensorIndex::Int(_) | TensorIndex::Slice { .. } => 1,
+        TensorIndex::Tensor(t) if t.dtype() == crate::DType::Bool => t.ndim(),
+        TensorIndex::Tensor(_) => 1,
+        _ => 0,
     };
-    if runs_op_first {
-        crate::autograd::record::precheck(&[Some(x)])?;
+    let specified: usize = items.iter().map(consumes).sum();
+    if specified > x.ndim() {
+        return Ok(());
     }
-    Ok(())
+    let mut dim = 0;
+    for item in items {
+        match item {
+            TensorIndex::Int(i) => return if in_range(*i, x.shape().get(dim)) { precheck() } else { Ok(()) },
+            TensorIndex::Slice { start, stop, step } => {
+                if *step <= 0 {
+                    return Ok(());
+                }
+                let full = *start == 0 && *step == 1 && x.shape().get(dim).is_some_and(|&n| *stop >= n as i64);
+                if !full {
+                    return precheck();
+                }
+            }
+            TensorIndex::None | TensorIndex::Bool(_) => return precheck(),
+            TensorIndex::Ellipsis => dim += x.ndim() - specified,
+            TensorIndex::Tensor(_) => {}
+            TensorIndex::Invalid(_) => return Ok(()),
+        }
+        dim += consumes(item);
+    }
+    if setting {
+        Ok(()) // index_put_ or the copy into x: the in-place op's own checks come first
+    } else {
+        precheck() // the advanced-index op, or the alias of a key that changed nothing
+    }
 }
 
 /// Differentiable `x[key] = value`: basic keys write a recorded view of x (so x's history
@@ -571,7 +606,7 @@ fn precheck_key(x: &Tensor, key: &Key) -> Result<()> {
 /// keys go through index_put_ (IndexPutBackward0). Each path is one write (R1).
 pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
     if !matches!(key, Key::Single(TensorIndex::Ellipsis)) {
-        precheck_key(x, key)?;
+        precheck_key(x, key, true)?;
     }
     match key {
         // torch does nothing at all for a bare False (no bump either).
