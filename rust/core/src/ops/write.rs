@@ -40,6 +40,10 @@ pub enum Overlap {
 }
 
 pub fn overlap(dst: &Tensor, src: &Tensor) -> Overlap {
+    // torch's get_overlap_status: the very same tensor overlaps itself fully, even when empty
+    if dst.same_tensor(src) {
+        return Overlap::Full;
+    }
     if !dst.same_storage(src) || dst.numel() == 0 || src.numel() == 0 {
         return Overlap::No;
     }
