@@ -5,6 +5,7 @@
 //! free lists and handed out again (like torch's CUDA caching allocator, which torch does not
 //! use on the CPU). Every byte is counted, which makes `minigrad.memory` exact.
 
+use crate::error::{Error, Result};
 use std::alloc::{alloc, alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -57,7 +58,10 @@ unsafe impl Sync for Block {}
 
 impl Block {
     /// Allocates `nbytes` (uninitialised unless `zeroed`); reuses a cached block of the same class.
-    pub fn new(nbytes: usize, zeroed: bool) -> Block {
+    /// When the system refuses, the cache is returned to the OS and the request tried once more;
+    /// if that fails too, the error carries torch's `DefaultCPUAllocator` words and every counter
+    /// is as it was (nothing already allocated is touched).
+    pub fn new(nbytes: usize, zeroed: bool) -> Result<Block> {
         let size = round_size(nbytes);
         let reused = {
             let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -77,17 +81,20 @@ impl Block {
                 p
             }
             None => {
-                let layout = AllocLayout::from_size_align(size, ALIGN).expect("tensor too large");
-                // SAFETY: layout has non-zero size (round_size >= 512) and a valid power-of-two alignment.
-                let raw = unsafe { if zeroed { alloc_zeroed(layout) } else { alloc(layout) } };
-                let p = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+                let p = match system_alloc(size, zeroed) {
+                    Some(p) => p,
+                    None => {
+                        empty_cache();
+                        system_alloc(size, zeroed).ok_or_else(|| out_of_memory(nbytes))?
+                    }
+                };
                 RESERVED.fetch_add(size, Ordering::Relaxed);
                 p
             }
         };
         let now = ALLOCATED.fetch_add(nbytes, Ordering::Relaxed) + nbytes;
         PEAK.fetch_max(now, Ordering::Relaxed);
-        Block { ptr, size, requested: nbytes }
+        Ok(Block { ptr, size, requested: nbytes })
     }
 
     pub fn as_ptr(&self) -> *mut u8 {
@@ -118,6 +125,32 @@ impl Drop for Block {
             unsafe { dealloc(self.ptr.as_ptr(), AllocLayout::from_size_align_unchecked(self.size, ALIGN)) };
         }
     }
+}
+
+/// One aligned block from the system allocator, or None when it refuses (or the size cannot be
+/// described to it at all).
+fn system_alloc(size: usize, zeroed: bool) -> Option<NonNull<u8>> {
+    let layout = AllocLayout::from_size_align(size, ALIGN).ok()?;
+    // SAFETY: layout has non-zero size (round_size >= 512) and a valid power-of-two alignment.
+    let raw = unsafe { if zeroed { alloc_zeroed(layout) } else { alloc(layout) } };
+    NonNull::new(raw)
+}
+
+/// torch's text for a refused CPU allocation (without its `[enforce fail at ...]` source prefix).
+pub(crate) fn out_of_memory(nbytes: usize) -> Error {
+    Error::Runtime(format!(
+        "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes. Error code 12 (Cannot allocate memory)",
+        nbytes
+    ))
+}
+
+/// A scratch vector of `n` copies of `value` for a kernel's workspace, failing with the
+/// allocator's error instead of aborting the process when the system refuses.
+pub fn try_vec<T: Clone>(n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| out_of_memory(n.saturating_mul(std::mem::size_of::<T>())))?;
+    v.resize(n, value);
+    Ok(v)
 }
 
 /// Counters behind `minigrad.memory`.
@@ -176,21 +209,21 @@ mod tests {
 
     #[test]
     fn reuses_freed_blocks() {
-        let a = Block::new(1 << 20, false);
+        let a = Block::new(1 << 20, false).unwrap();
         let p = a.as_ptr();
         drop(a);
-        let b = Block::new(1 << 20, false);
+        let b = Block::new(1 << 20, false).unwrap();
         assert_eq!(b.as_ptr(), p, "a freed block of the same size class is handed out again");
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
     }
 
     #[test]
     fn zeroed_reuse_is_zero() {
-        let a = Block::new(4096, false);
+        let a = Block::new(4096, false).unwrap();
         // SAFETY: we own the 4096-byte block.
         unsafe { std::ptr::write_bytes(a.as_ptr(), 7, 4096) };
         drop(a);
-        let b = Block::new(4096, true);
+        let b = Block::new(4096, true).unwrap();
         // SAFETY: b owns at least 4096 initialised (zeroed) bytes.
         let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), 4096) };
         assert!(s.iter().all(|&x| x == 0));

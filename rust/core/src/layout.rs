@@ -2,7 +2,7 @@
 //! transformation torch defines on them. Nothing here touches memory.
 
 use crate::error::{fmt_shape, Error, Result};
-use crate::shape::{contiguous_strides, infer_size, numel, wrap_dim, wrap_dim_insert, wrap_dims};
+use crate::shape::{checked_numel, contiguous_strides, infer_view_size, numel, storage_nbytes_strided, wrap_dim, wrap_dim_insert, wrap_dims};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -50,6 +50,19 @@ impl Layout {
         let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
         for (&s, &st) in self.shape.iter().zip(&self.strides) {
             let span = (s as isize - 1) * st;
+            if span < 0 { lo += span } else { hi += span }
+        }
+        Some((lo, hi + 1))
+    }
+
+    /// `extent` computed without overflow (in i128), for checking layouts built from raw numbers.
+    pub fn wide_extent(&self) -> Option<(i128, i128)> {
+        if self.shape.contains(&0) {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
+        for (&s, &st) in self.shape.iter().zip(&self.strides) {
+            let span = (s as i128 - 1) * st as i128;
             if span < 0 { lo += span } else { hi += span }
         }
         Some((lo, hi + 1))
@@ -118,7 +131,7 @@ impl Layout {
     }
 
     pub fn view(&self, shape: &[i64]) -> Result<Layout> {
-        let new_shape = infer_size(shape, self.numel())?;
+        let new_shape = infer_view_size(shape, self.numel())?;
         match self.view_strides(&new_shape) {
             Some(strides) => Ok(Layout { shape: new_shape, strides, offset: self.offset }),
             None => Err(Error::Runtime(
@@ -259,6 +272,7 @@ impl Layout {
             shape[i] = size;
             strides[i] = stride;
         }
+        checked_numel(&shape)?;
         Ok(Layout { shape, strides, offset: self.offset })
     }
 
@@ -278,7 +292,7 @@ impl Layout {
             )));
         }
         let start = if start < 0 { start + size } else { start };
-        if start + length > size {
+        if start.checked_add(length).is_none_or(|end| end > size) {
             return Err(Error::Runtime(format!(
                 "start ({}) + length ({}) exceeds dimension size ({}).",
                 start, length, size
@@ -298,11 +312,13 @@ impl Layout {
             v.clamp(0, size)
         };
         let (s, e) = (clamp(start), clamp(end));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        // (e - s - 1) / step + 1 rather than (e - s + step - 1) / step: no overflow for huge steps
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut out = self.clone();
         out.offset = (self.offset as isize + s as isize * self.strides[dim]) as usize;
         out.shape[dim] = len as usize;
-        out.strides[dim] = self.strides[dim] * step as isize;
+        // a slice of one element may carry a stride past isize (never used to index): saturate
+        out.strides[dim] = self.strides[dim].saturating_mul(step as isize);
         Ok(out)
     }
 
@@ -378,24 +394,25 @@ impl Layout {
                 list(stride)
             )));
         }
+        // torch's order: the storage size (overflow, then bounds), then the view's numel.
+        let needed = storage_nbytes_strided(size, stride, offset, itemsize)?;
+        if needed > storage_len.saturating_mul(itemsize) {
+            return Err(Error::Runtime(format!(
+                "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+                list(size),
+                list(stride),
+                offset,
+                itemsize,
+                needed,
+                storage_len * itemsize
+            )));
+        }
         let layout = Layout {
             shape: size.iter().map(|&s| s as usize).collect(),
             strides: stride.iter().map(|&s| s as isize).collect(),
             offset: offset as usize,
         };
-        if let Some((_, hi)) = layout.extent() {
-            if hi as usize > storage_len {
-                return Err(Error::Runtime(format!(
-                    "setStorage: sizes {}, strides {}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
-                    list(size),
-                    list(stride),
-                    offset,
-                    itemsize,
-                    hi as usize * itemsize,
-                    storage_len * itemsize
-                )));
-            }
-        }
+        checked_numel(&layout.shape)?;
         Ok(layout)
     }
 }

@@ -2,19 +2,103 @@
 
 use crate::error::{fmt_shape, Error, Result};
 
+/// Element count of a shape that is already known to be valid (every live layout is: the checked
+/// helpers below guard every place a new shape enters). Wrapping arithmetic, so never a panic.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |acc, &d| acc.wrapping_mul(d))
+}
+
+/// The largest element or byte count torch accepts: `int64_t`'s maximum.
+pub const MAX_SIZE: u64 = i64::MAX as u64;
+
+/// torch's `safe_multiplies_u64`: the product of `sizes` left to right, and whether any step
+/// overflowed 64 bits. As in torch, a zero late in the list does not excuse an earlier overflow.
+fn multiply_sizes(sizes: impl IntoIterator<Item = u64>) -> (u64, bool) {
+    let mut prod: u64 = 1;
+    let mut overflowed = false;
+    for d in sizes {
+        let (p, o) = prod.overflowing_mul(d);
+        prod = p;
+        overflowed |= o;
+    }
+    (prod, overflowed)
+}
+
+/// Element count of a shape entering the core (a view's new sizes), raising torch's
+/// `TensorImpl::safe_compute_numel` error when it does not fit in an `int64_t`.
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    let (n, overflowed) = multiply_sizes(shape.iter().map(|&d| d as u64));
+    if overflowed || n > MAX_SIZE {
+        return Err(Error::Runtime("numel: integer multiplication overflow".into()));
+    }
+    Ok(n as usize)
+}
+
+/// Bytes a contiguous tensor of `shape` needs (torch's `computeStorageNbytesContiguous`), with
+/// torch's error when the count overflows. Every allocation of tensor memory goes through it.
+pub fn storage_nbytes_contiguous(shape: &[usize], itemsize: usize) -> Result<usize> {
+    let (n, mut overflowed) = multiply_sizes(shape.iter().map(|&d| d as u64));
+    let (bytes, o) = n.overflowing_mul(itemsize as u64);
+    overflowed |= o || bytes > MAX_SIZE;
+    if overflowed {
+        return Err(Error::Runtime(format!("Storage size calculation overflowed with sizes={}", fmt_shape(shape))));
+    }
+    Ok(bytes as usize)
+}
+
+/// Bytes a strided layout reaches from the storage's start (torch's `computeStorageNbytes`):
+/// `(offset + 1 + sum((size - 1) * stride)) * itemsize`, 0 when any size is 0. Sizes and strides
+/// are torch's signed arguments; the caller has rejected negative ones.
+pub fn storage_nbytes_strided(sizes: &[i64], strides: &[i64], offset: i64, itemsize: usize) -> Result<usize> {
+    let err = || {
+        let list = |v: &[i64]| format!("[{}]", v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "));
+        Error::Runtime(format!("Storage size calculation overflowed with sizes={} and strides={}", list(sizes), list(strides)))
+    };
+    if sizes.contains(&0) {
+        return Ok(0);
+    }
+    let mut overflowed = false;
+    let (mut size, o) = (offset as u64).overflowing_add(1);
+    overflowed |= o;
+    for (&d, &st) in sizes.iter().zip(strides) {
+        let (span, o1) = (st as u64).overflowing_mul(d as u64 - 1);
+        let (s, o2) = size.overflowing_add(span);
+        size = s;
+        overflowed |= o1 || o2;
+    }
+    let (bytes, o) = size.overflowing_mul(itemsize as u64);
+    if overflowed || o || bytes > MAX_SIZE {
+        return Err(err());
+    }
+    Ok(bytes as usize)
 }
 
 /// Row-major strides (in elements) for a shape; size-1 dims get the stride torch gives them.
+/// For shapes already in the core (see `checked_contiguous_strides` for new ones).
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];
     let mut acc: isize = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1) as isize;
+        acc = acc.wrapping_mul(shape[i].max(1) as isize);
     }
     strides
+}
+
+/// Row-major strides for a new shape, with torch's error when they overflow (an empty tensor
+/// such as `zeros(0, 2**40, 2**40)` needs no memory but its strides still must fit).
+pub fn checked_contiguous_strides(shape: &[usize]) -> Result<Vec<isize>> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc: i64 = 1;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc as isize;
+        if i > 0 {
+            acc = acc
+                .checked_mul(shape[i].max(1) as i64)
+                .ok_or_else(|| Error::Runtime("Stride calculation overflowed".into()))?;
+        }
+    }
+    Ok(strides)
 }
 
 /// torch's `maybe_wrap_dim`: negative dims count from the end; 0-d tensors accept -1 and 0.
@@ -128,6 +212,14 @@ pub fn infer_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
     Err(Error::Runtime(format!("shape '{}' is invalid for input of size {}", fmt(), numel)))
 }
 
+/// `infer_size` for a view's new shape, which must also have a representable element count
+/// (a zero in the shape does not excuse an overflow before it, as in torch).
+pub fn infer_view_size(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    let out = infer_size(shape, numel)?;
+    checked_numel(&out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +251,30 @@ mod tests {
         assert_eq!(infer_size(&[-1, 3], 12).unwrap(), vec![4, 3]);
         assert_eq!(infer_size(&[5, -1], 12).unwrap_err().to_string(), "shape '[5, -1]' is invalid for input of size 12");
         assert!(infer_size(&[-1, -1], 4).is_err());
+    }
+
+    #[test]
+    fn overflow_checks_use_torchs_words() {
+        let big = 1usize << 40;
+        assert_eq!(checked_numel(&[big, big]).unwrap_err().to_string(), "numel: integer multiplication overflow");
+        assert_eq!(checked_numel(&[1 << 31, big, 0]).unwrap_err().to_string(), "numel: integer multiplication overflow");
+        assert_eq!(checked_numel(&[0, big, big]).unwrap(), 0);
+        assert_eq!(checked_numel(&[1 << 62, 1]).unwrap(), 1 << 62);
+        assert_eq!(
+            storage_nbytes_contiguous(&[big, big], 4).unwrap_err().to_string(),
+            "Storage size calculation overflowed with sizes=[1099511627776, 1099511627776]"
+        );
+        assert!(storage_nbytes_contiguous(&[1 << 62], 4).is_err());
+        assert!(storage_nbytes_contiguous(&[1 << 61], 4).is_err(), "2**63 bytes is past int64");
+        assert_eq!(storage_nbytes_contiguous(&[1 << 60], 4).unwrap(), 1 << 62);
+        assert_eq!(checked_contiguous_strides(&[0, big, big]).unwrap_err().to_string(), "Stride calculation overflowed");
+        assert_eq!(checked_contiguous_strides(&[big, big, 0]).unwrap(), vec![big as isize, 1, 1]);
+        assert_eq!(storage_nbytes_strided(&[3, 2], &[2, 1], 1, 4).unwrap(), (1 + 1 + 4 + 1) * 4);
+        assert_eq!(storage_nbytes_strided(&[0, 1 << 62], &[1 << 62, 1 << 62], 0, 4).unwrap(), 0);
+        assert_eq!(
+            storage_nbytes_strided(&[1 << 62, 2], &[1, 1], 0, 4).unwrap_err().to_string(),
+            "Storage size calculation overflowed with sizes=[4611686018427387904, 2] and strides=[1, 1]"
+        );
     }
 
     #[test]

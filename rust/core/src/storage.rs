@@ -8,6 +8,7 @@
 
 use crate::alloc::Block;
 use crate::dtype::DType;
+use crate::error::Result;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -31,9 +32,10 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 impl Storage {
-    /// New storage for `numel` elements of `dtype`, zero-filled when asked.
-    pub fn new(numel: usize, dtype: DType, zeroed: bool) -> Arc<Storage> {
-        Arc::new(Storage { memory: Memory::Owned(Block::new(numel * dtype.size(), zeroed)), dtype })
+    /// New storage of `nbytes` bytes (already checked by `shape::storage_nbytes_*`), zero-filled
+    /// when asked; fails with torch's allocator error when the system refuses.
+    pub fn new(nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
+        Ok(Arc::new(Storage { memory: Memory::Owned(Block::new(nbytes, zeroed)?), dtype }))
     }
 
     /// Wraps memory owned by someone else.

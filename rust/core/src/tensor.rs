@@ -31,39 +31,58 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    /// Uninitialised contiguous tensor (memory from the caching allocator).
-    pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
-        let layout = Layout::contiguous(shape);
-        let storage = Storage::new(layout.numel(), dtype, false);
-        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
+    /// Uninitialised contiguous tensor (memory from the caching allocator). Every new tensor's
+    /// memory comes through here or `zeros`, so this is where sizes are checked as torch checks
+    /// them: the byte count, then the strides, then the allocation, each with torch's error.
+    pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::allocate(shape, dtype, false)
     }
 
-    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
-        let layout = Layout::contiguous(shape);
-        let storage = Storage::new(layout.numel(), dtype, true);
-        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::allocate(shape, dtype, true)
     }
 
-    pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
-        let t = Tensor::empty(shape, dtype);
+    fn allocate(shape: &[usize], dtype: DType, zeroed: bool) -> Result<Tensor> {
+        let nbytes = crate::shape::storage_nbytes_contiguous(shape, dtype.size())?;
+        let strides = crate::shape::checked_contiguous_strides(shape)?;
+        let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
+        let storage = Storage::new(nbytes, dtype, zeroed)?;
+        Ok(Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() })
+    }
+
+    pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        let t = Tensor::empty(shape, dtype)?;
         crate::kernels::fill::fill(&t, value);
-        t
+        Ok(t)
     }
 
     /// A 0-d tensor holding one number.
-    pub fn scalar(value: Scalar, dtype: DType) -> Tensor {
+    pub fn scalar(value: Scalar, dtype: DType) -> Result<Tensor> {
         Tensor::full(&[], value, dtype)
     }
 
     /// Builds a contiguous tensor from row-major values.
     pub fn from_vec<T: Element>(values: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = crate::shape::checked_numel(shape)?;
         if n != values.len() {
             return Err(Error::Runtime(format!("shape {:?} is invalid for input of size {}", shape, values.len())));
         }
-        let t = Tensor::empty(shape, T::DTYPE);
+        let t = Tensor::empty(shape, T::DTYPE)?;
         // SAFETY: t is fresh, contiguous, holds exactly n elements of T, and nobody else sees it.
         unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), t.data_ptr::<T>(), n) };
+        Ok(t)
+    }
+
+    /// A new contiguous tensor whose element `i` (row-major) is `f(i)`: allocated first, through
+    /// the checked path, then filled in place (no second buffer of the full size).
+    pub fn from_fn<T: Element>(shape: &[usize], mut f: impl FnMut(usize) -> T) -> Result<Tensor> {
+        let t = Tensor::empty(shape, T::DTYPE)?;
+        let n = t.numel();
+        let p = t.data_ptr::<T>();
+        for i in 0..n {
+            // SAFETY: t is fresh and contiguous with n elements of T; nobody else sees it yet.
+            unsafe { p.add(i).write(f(i)) };
+        }
         Ok(t)
     }
 
@@ -94,12 +113,24 @@ impl Tensor {
         self.version.get()
     }
 
+    /// True when every element the layout can reach lies inside the storage: the invariant on
+    /// which every kernel's raw index arithmetic rests (the checked size helpers in `shape` and
+    /// `Layout::as_strided` establish it; view ops only narrow a layout). Debug builds assert it
+    /// for each kernel operand (`kernels::Arg`).
+    pub fn within_storage(&self) -> bool {
+        match self.layout.wide_extent() {
+            None => true,
+            Some((lo, hi)) => lo >= 0 && hi <= self.storage.len() as i128,
+        }
+    }
+
     /// Pointer to the first element (storage base + offset).
     pub fn data_ptr<T: Element>(&self) -> *mut T {
         debug_assert_eq!(T::DTYPE, self.dtype());
-        // SAFETY: offset is within the storage for any non-empty layout (checked when the layout
-        // was built); for empty tensors the pointer is never dereferenced.
-        unsafe { (self.storage.as_ptr() as *mut T).add(self.layout.offset) }
+        debug_assert!(self.within_storage(), "layout outside its storage: {:?}", self);
+        // wrapping_add, not add: an empty view's offset may lie past the storage's end (it is
+        // never dereferenced then), and `add` past one-past-the-end would be undefined.
+        (self.storage.as_ptr() as *mut T).wrapping_add(self.layout.offset)
     }
 
     /// Base pointer of the storage (element 0), typed.
@@ -156,8 +187,8 @@ impl Tensor {
     }
 
     /// Reads every element in row-major order (tests and small conversions).
-    pub fn to_vec<T: Element>(&self) -> Vec<T> {
-        let c = crate::ops::copy::contiguous_raw(self);
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let c = crate::ops::copy::contiguous_raw(self)?;
         let n = c.numel();
         let mut out = Vec::with_capacity(n);
         // SAFETY: c is contiguous with n elements of T starting at data_ptr.
@@ -165,7 +196,7 @@ impl Tensor {
             std::ptr::copy_nonoverlapping(c.data_ptr::<T>(), out.as_mut_ptr(), n);
             out.set_len(n);
         }
-        out
+        Ok(out)
     }
 
     /// The single value of a one-element tensor.

@@ -69,14 +69,14 @@ fn in_place_on_a_view_writes_only_the_view_and_bumps_once() {
     let base = arange(60);
     let m = views::view_raw(&base, &[6, 10]).unwrap();
     let v = views::t_raw(&views::slice_raw(&m, 1, 1, 10, 3).unwrap()).unwrap(); // [3, 6] strided view
-    let before = copy::clone_raw(&base);
+    let before = copy::clone_raw(&base).unwrap();
     let v0 = base.version();
     binary_inplace_raw(BinaryOp::Add, &v, &Arg::Scalar(minigrad_core::Scalar::Float(100.0)), None).unwrap();
     assert_eq!(base.version(), v0 + 1, "one write, one bump, visible through the base");
     let touched: Vec<usize> = indices(v.shape()).iter().map(|i| {
         (v.layout.offset as isize + i[0] as isize * v.layout.strides[0] + i[1] as isize * v.layout.strides[1]) as usize
     }).collect();
-    let (after, orig) = (base.to_vec::<f64>(), before.to_vec::<f64>());
+    let (after, orig) = (base.to_vec::<f64>().unwrap(), before.to_vec::<f64>().unwrap());
     for k in 0..60 {
         let want = if touched.contains(&k) { orig[k] + 100.0 } else { orig[k] };
         assert_eq!(after[k], want, "element {}", k);
@@ -87,9 +87,9 @@ fn in_place_on_a_view_writes_only_the_view_and_bumps_once() {
 fn self_aliasing_in_place_reads_before_writing() {
     // x.add_(x): the same elements on both sides.
     let x = arange(1000);
-    let want: Vec<f64> = x.to_vec::<f64>().iter().map(|v| v + v).collect();
+    let want: Vec<f64> = x.to_vec::<f64>().unwrap().iter().map(|v| v + v).collect();
     binary_inplace_raw(BinaryOp::Add, &x, &Arg::Tensor(x.clone()), None).unwrap();
-    assert_eq!(x.to_vec::<f64>(), want);
+    assert_eq!(x.to_vec::<f64>().unwrap(), want);
     // x.add_(x.t()) on a dense square matrix: torch refuses (dense, same range, other strides).
     let m = views::view_raw(&arange(16), &[4, 4]).unwrap();
     let err = binary_inplace_raw(BinaryOp::Add, &m, &Arg::Tensor(views::t_raw(&m).unwrap()), None).unwrap_err();
@@ -98,9 +98,9 @@ fn self_aliasing_in_place_reads_before_writing() {
     // the input from a copy, so the result is the mathematical one.
     let m = views::view_raw(&arange(16), &[4, 4]).unwrap();
     let g = views::slice_raw(&views::slice_raw(&m, 0, 0, 4, 2).unwrap(), 1, 0, 4, 2).unwrap(); // [2,2], strides (8,2)
-    let orig = m.to_vec::<f64>();
+    let orig = m.to_vec::<f64>().unwrap();
     binary_inplace_raw(BinaryOp::Add, &g, &Arg::Tensor(views::t_raw(&g).unwrap()), None).unwrap();
-    let got = m.to_vec::<f64>();
+    let got = m.to_vec::<f64>().unwrap();
     for i in 0..2 {
         for j in 0..2 {
             let (a, b) = (i * 8 + j * 2, j * 8 + i * 2);
@@ -129,7 +129,7 @@ fn large_ops_take_the_parallel_path_and_agree() {
     let n = (1 << 18) + 7;
     let x = Tensor::from_vec((0..n).map(|i| (i % 97) as f64 - 48.0).collect::<Vec<f64>>(), &[n]).unwrap();
     let y = unary_raw(UnaryOp::Relu, &x).unwrap();
-    let got = y.to_vec::<f64>();
+    let got = y.to_vec::<f64>().unwrap();
     for (i, v) in got.iter().enumerate() {
         let want = ((i % 97) as f64 - 48.0).max(0.0);
         assert_eq!(*v, want);
@@ -138,10 +138,10 @@ fn large_ops_take_the_parallel_path_and_agree() {
 
 #[test]
 fn views_share_the_counter_and_copies_do_not() {
-    let x = Tensor::zeros(&[2, 3], DType::Float32);
+    let x = Tensor::zeros(&[2, 3], DType::Float32).unwrap();
     let v = views::t_raw(&x).unwrap();
     let d = x.alias();
-    let c = copy::clone_raw(&x);
+    let c = copy::clone_raw(&x).unwrap();
     let data = x.alias_with_new_version();
     unary_inplace_raw(UnaryOp::Relu, &v).unwrap();
     assert_eq!((x.version(), v.version(), d.version()), (1, 1, 1));

@@ -3,7 +3,6 @@
 use crate::convert::{shape_from_args, tensor_of, to_dtype, to_scalar, wrap};
 use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
-use minigrad_core::element::Element;
 use minigrad_core::ops::creation;
 use minigrad_core::{DType, Scalar, Tensor};
 use pyo3::prelude::*;
@@ -17,7 +16,8 @@ fn dtype_or(d: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
 #[pyo3(signature = (*size, dtype=None))]
 pub fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
     let shape = shape_from_args(size)?;
-    wrap(py, Tensor::empty(&shape, dtype_or(dtype, DType::Float32)?))
+    let d = dtype_or(dtype, DType::Float32)?;
+    wrap(py, run(py, 0, move || Tensor::empty(&shape, d))?)
 }
 
 #[pyfunction]
@@ -25,8 +25,8 @@ pub fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_,
 pub fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
     let shape = shape_from_args(size)?;
     let d = dtype_or(dtype, DType::Float32)?;
-    let n: usize = shape.iter().product();
-    wrap(py, run(py, n, move || Ok(Tensor::zeros(&shape, d)))?)
+    let n = minigrad_core::shape::numel(&shape);
+    wrap(py, run(py, n, move || Tensor::zeros(&shape, d))?)
 }
 
 /// `full(size, value, dtype=None)`: the dtype follows the value (1 -> int64, 1.0 -> float32).
@@ -42,8 +42,8 @@ pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAn
         },
     };
     let d = dtype_or(dtype, v.wrapped_dtype())?;
-    let n: usize = shape.iter().product();
-    wrap(py, run(py, n, move || Ok(Tensor::full(&shape, v, d)))?)
+    let n = minigrad_core::shape::numel(&shape);
+    wrap(py, run(py, n, move || Tensor::full(&shape, v, d))?)
 }
 
 #[pyfunction]
@@ -115,7 +115,7 @@ pub fn empty_like(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, P
     };
     let t = x.borrow().t.clone();
     let out = run(py, t.numel(), move || {
-        let out = minigrad_core::ops::copy::empty_with_layout(&minigrad_core::ops::copy::preserved_layout(&t), d);
+        let out = minigrad_core::ops::copy::empty_strided(&minigrad_core::ops::copy::preserved_layout(&t), d)?;
         if let Some(v) = value {
             minigrad_core::kernels::fill::fill(&out, v);
         }
@@ -143,17 +143,21 @@ pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b:
             t.dtype().scalar_type_name()
         )));
     }
-    let vals = if kind == "uniform" { creation::uniform_values(t.numel(), a, b, t.dtype()) } else { creation::normal_values(t.numel(), a, b) };
+    let uniform = kind == "uniform";
     run(py, t.numel(), move || {
-        let src = minigrad_core::dispatch!(t.dtype(), T => Tensor::from_vec(vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>(), t.shape())?);
-        if fresh {
-            minigrad_core::ops::copy::copy_kernel(&t, &src);
-            return Ok(());
-        }
-        minigrad_core::ops::write::write(&t, &[&src], |r| {
-            minigrad_core::ops::copy::copy_kernel(&t, &r[0].0);
+        // the values are drawn inside the write, after its checks: a refused write draws nothing
+        let fill = |t: &Tensor| -> minigrad_core::Result<()> {
+            if t.numel() == 0 {
+                return Ok(());
+            }
+            let src = if uniform { creation::uniform_tensor(t.shape(), a, b, t.dtype())? } else { creation::normal_tensor(t.shape(), a, b, t.dtype())? };
+            minigrad_core::ops::copy::copy_kernel(t, &src);
             Ok(())
-        })
+        };
+        if fresh {
+            return fill(&t);
+        }
+        minigrad_core::ops::write::write(&t, &[], |_| fill(&t))
     })?;
     Ok(x.clone().into_any().unbind())
 }

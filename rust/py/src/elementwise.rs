@@ -2,7 +2,7 @@
 //! by op name; in-place variants return the very `self` object (R59).
 
 use crate::convert::{tensor_of, to_arg, to_dtype, to_scalar, wrap};
-use crate::errors::{run, type_err};
+use crate::errors::{run, to_py, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::binary::{self as binops, BinaryOp};
 use minigrad_core::ops::unary::{self as unops, UnaryOp};
@@ -268,7 +268,7 @@ pub fn copy_(py: Python<'_>, x: &Bound<'_, TensorBase>, src: &Bound<'_, PyAny>, 
     let s = match to_arg(src, "copy_")? {
         Arg::Tensor(t) => t,
         // torch's parser turns a number into a 0-d tensor here
-        Arg::Scalar(s) => Tensor::scalar(s, s.wrapped_dtype()),
+        Arg::Scalar(s) => Tensor::scalar(s, s.wrapped_dtype()).map_err(to_py)?,
     };
     let t = x.borrow().t.clone();
     run(py, t.numel(), move || copy::copy_(&t, &s))?;

@@ -97,7 +97,7 @@ pub fn nonzero(py: Python<'_>, x: &Bound<'_, TensorBase>, as_tuple: bool) -> PyR
         // torch answers a 0-d input as if it were 1-d here.
         t = t.view_as_layout(t.layout.unsqueeze(0).map_err(to_py)?);
     }
-    let nz = run(py, t.numel(), move || Ok(mask::nonzero(&t)))?;
+    let nz = run(py, t.numel(), move || mask::nonzero(&t))?;
     if !as_tuple {
         return wrap(py, nz);
     }

@@ -5,7 +5,7 @@
 
 use crate::convert::{int_arg, int_list_arg, is_int_like, make_size, opt_int_arg, sizes_arg, tensor_of, wrap, wrap_view, PENDING};
 use crate::dtype::PyDType;
-use crate::errors::{run, type_err};
+use crate::errors::{run, to_py, type_err};
 
 /// Runs a core call on this tensor's value (copied out, so the GIL can be released).
 pub fn with_t<R: Send>(slf: &Bound<'_, TensorBase>, work: usize, f: impl FnOnce(&Tensor) -> minigrad_core::Result<R> + Send) -> PyResult<R> {
@@ -47,9 +47,12 @@ impl TensorBase {
     /// a direct `Tensor()` call makes an empty float tensor like `torch.Tensor()`.
     #[new]
     #[pyo3(signature = (*_args, **_kwargs))]
-    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> Self {
-        let t = PENDING.with(|p| p.borrow_mut().take()).unwrap_or_else(|| Tensor::empty(&[0], DType::Float32));
-        TensorBase { t, self_addr: 0 }
+    fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<Self> {
+        let t = match PENDING.with(|p| p.borrow_mut().take()) {
+            Some(t) => t,
+            None => Tensor::empty(&[0], DType::Float32).map_err(to_py)?,
+        };
+        Ok(TensorBase { t, self_addr: 0 })
     }
 
     // ----- metadata -----
@@ -451,9 +454,9 @@ impl TensorBase {
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let t = copy::contiguous_raw(&self.t);
+        let t = copy::contiguous_raw(&self.t).map_err(to_py)?;
         let flat: Vec<Py<PyAny>> = minigrad_core::dispatch!(t.dtype(), T => {
-            t.to_vec::<T>().into_iter().map(|v| crate::convert::scalar_to_py(py, minigrad_core::element::Element::to_scalar(v))).collect::<PyResult<Vec<_>>>()?
+            t.to_vec::<T>().map_err(to_py)?.into_iter().map(|v| crate::convert::scalar_to_py(py, minigrad_core::element::Element::to_scalar(v))).collect::<PyResult<Vec<_>>>()?
         });
         nest(py, &flat, self.t.shape())
     }

@@ -65,7 +65,7 @@ pub fn accumulate(variable: &Tensor, g: Tensor) -> Result<()> {
     let create_graph = mode::is_grad_enabled();
     match variable.grad() {
         None => {
-            let g = if !create_graph && can_steal(&g, variable) { g.fresh_handle() } else { clone_like(&g, variable) };
+            let g = if !create_graph && can_steal(&g, variable) { g.fresh_handle() } else { clone_like(&g, variable)? };
             variable.set_grad(Some(g));
         }
         Some(old) if !create_graph => binary::binary_(BinaryOp::Add, &old, &Arg::Tensor(g), None)?,
@@ -84,11 +84,11 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
 }
 
 /// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense.
-fn clone_like(g: &Tensor, variable: &Tensor) -> Tensor {
+fn clone_like(g: &Tensor, variable: &Tensor) -> crate::error::Result<Tensor> {
     let layout = if is_non_overlapping_and_dense(&variable.layout) { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
-    let out = copy::empty_with_layout(&layout, variable.dtype());
+    let out = copy::empty_with_layout(&layout, variable.dtype())?;
     copy::copy_kernel(&out, g);
-    out
+    Ok(out)
 }
 
 impl Node {

@@ -209,7 +209,7 @@ fn call_tensor_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<
         let (Some(meta), Some(Some(g))) = (meta.upgrade(), grads.get(nr)) else { continue };
         let mut m = meta.lock();
         let new = match m.grad.take() {
-            None => crate::ops::copy::clone_raw(g),
+            None => crate::ops::copy::clone_raw(g)?,
             Some(old) => binary::binary_raw(BinaryOp::Add, &Arg::Tensor(old), &Arg::Tensor(g.clone()), None)?,
         };
         m.grad = Some(new);
@@ -256,7 +256,7 @@ fn call_node(node: &Arc<Node>, mut grads: Vec<Option<Tensor>>, keep_graph: bool)
     if mode::is_anomaly_enabled() && mode::is_anomaly_check_nan_enabled() {
         for (i, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
-                if g.dtype().is_floating() && crate::ops::reduce::has_nan(g) {
+                if g.dtype().is_floating() && crate::ops::reduce::has_nan(g)? {
                     return Err(Error::Runtime(format!("Function '{}' returned nan values in its {}th output.", node.name, i)));
                 }
             }

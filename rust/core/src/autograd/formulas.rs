@@ -65,10 +65,10 @@ pub fn cmp_s(op: BinaryOp, a: &Tensor, v: f64) -> Result<Tensor> {
     cmp(op, a, &s(v))
 }
 
-pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+pub fn zeros(shape: &[usize], dtype: DType) -> crate::error::Result<Tensor> {
     copy::zeros_raw(shape, dtype)
 }
-pub fn zeros_like(a: &Tensor) -> Tensor {
+pub fn zeros_like(a: &Tensor) -> crate::error::Result<Tensor> {
     copy::zeros_raw(a.shape(), a.dtype())
 }
 

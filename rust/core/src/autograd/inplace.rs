@@ -139,12 +139,12 @@ fn relative_layout(view: &Layout, base: &Layout, buffer: &Layout) -> Layout {
 }
 
 /// A tensor laid out exactly like `base` (same strides), zero-filled, for gradients of views.
-fn zeros_like_layout(base: &Tensor) -> Tensor {
+fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
     let off = base.layout.offset as isize;
     let (lo, hi) = base.layout.extent().unwrap_or((off, off + 1));
-    let buf = crate::ops::copy::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype());
+    let buf = crate::ops::copy::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype())?;
     let layout = Layout { shape: base.shape().to_vec(), strides: base.strides().to_vec(), offset: (off - lo) as usize };
-    Tensor { layout, ..buf }
+    Ok(Tensor { layout, ..buf })
 }
 
 /// AsStridedBackward0 for view `view_layout` of `base`: scatter-add the gradient into a zero
@@ -154,10 +154,10 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
     let base_t = base.fresh_handle();
     let view_layout = view_layout.clone();
     let formula: Formula = Box::new(move |ctx| {
-        let buf = zeros_like_layout(&base_t);
+        let buf = zeros_like_layout(&base_t)?;
         let region = Tensor { layout: relative_layout(&view_layout, &base_t.layout, &buf.layout), ..buf.fresh_handle() };
-        crate::kernels::elementwise::add_into(&region, ctx.grad());
-        Ok(vec![Some(crate::ops::copy::contiguous_raw(&buf))])
+        crate::kernels::elementwise::add_into(&region, ctx.grad())?;
+        Ok(vec![Some(crate::ops::copy::contiguous_raw(&buf)?)])
     });
     let inputs = vec![InputMeta { shape: base.shape().to_vec(), dtype: base.dtype() }];
     let body = FnBackward { saved: Vec::new(), values: Vec::new(), formula };
@@ -187,7 +187,7 @@ impl Backward for CopySlices {
     fn apply(&mut self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let func = self.func.clone().ok_or_else(|| Error::Runtime(super::saved::FREED.into()))?;
         let Some(grad) = grads.into_iter().next().flatten() else { return Ok(vec![None; func.next.len()]) };
-        let result = zeros_like_layout(&self.base);
+        let result = zeros_like_layout(&self.base)?;
         crate::ops::copy::copy_(&result, &grad)?;
         // The region under the view, as a real (differentiable) view of `result`, so that under
         // create_graph the double-backward graph sees every step.

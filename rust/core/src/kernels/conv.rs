@@ -8,6 +8,7 @@
 //! Determinism: batch items run in parallel but each writes only its own output; the weight
 //! gradient sums over the batch inside a single gemm (k = N·OH·OW), which never splits along k.
 
+use crate::error::Result;
 use super::matmul::{MatElem, Strides};
 use rayon::prelude::*;
 use std::ops::AddAssign;
@@ -140,16 +141,16 @@ fn inner_parallel(g: &Geometry) -> bool {
 
 /// Forward: `out[n] = conv(x[n], w) + bias`, batch items in parallel, one column buffer per
 /// worker thread.
-pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry) {
+pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry) -> Result<()> {
     let (p, rows) = (g.pixels(), g.rows_g());
     let cout_g = g.cout_g();
     let img = g.c_in * g.h * g.w;
     if p == 0 || g.c_out == 0 {
-        return;
+        return Ok(());
     }
     let par = inner_parallel(g);
-    let one = |cols: &mut Vec<T>, (n, out_n): (usize, &mut [T])| {
-        cols.resize(g.c_in * g.kh * g.kw * p, T::zero());
+    let one = |cols: &mut Vec<T>, (n, out_n): (usize, &mut [T])| -> Result<()> {
+        workspace(cols, &[g.c_in * g.kh * g.kw, p])?;
         im2col(&x[n * img..(n + 1) * img], g.c_in, g, cols);
         for grp in 0..g.groups {
             let (ra, ca) = row_major(rows);
@@ -162,28 +163,40 @@ pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T],
                 plane.iter_mut().for_each(|v| *v += b[co]);
             }
         }
+        Ok(())
     };
     let chunk = g.c_out * p;
     if g.n > 1 {
-        out.par_chunks_mut(chunk).enumerate().for_each_init(Vec::new, one);
+        out.par_chunks_mut(chunk).enumerate().try_for_each_init(Vec::new, one)
     } else {
         let mut cols = Vec::new();
-        out.chunks_mut(chunk).enumerate().for_each(|it| one(&mut cols, it));
+        out.chunks_mut(chunk).enumerate().try_for_each(|it| one(&mut cols, it))
     }
 }
 
+/// Sizes a column buffer to the product of `dims` elements, failing with the allocator's
+/// error (not aborting the process) when the product overflows or the system refuses.
+fn workspace<T: ConvElem>(cols: &mut Vec<T>, dims: &[usize]) -> Result<()> {
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    if n > cols.len() {
+        cols.try_reserve_exact(n - cols.len()).map_err(|_| crate::alloc::out_of_memory(n.saturating_mul(std::mem::size_of::<T>())))?;
+    }
+    cols.resize(n, T::zero());
+    Ok(())
+}
+
 /// Input gradient: `dx[n] = col2im(Wᵀ @ grad[n])`, batch items in parallel. `dx` is overwritten.
-pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) {
+pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) -> Result<()> {
     let (p, rows) = (g.pixels(), g.rows_g());
     let (cin_g, cout_g) = (g.cin_g(), g.cout_g());
     let img = g.c_in * g.h * g.w;
     dx.fill(T::zero());
     if p == 0 || img == 0 || g.c_out == 0 {
-        return;
+        return Ok(());
     }
     let par = inner_parallel(g);
-    let one = |cols: &mut Vec<T>, (n, dx_n): (usize, &mut [T])| {
-        cols.resize(rows * p, T::zero());
+    let one = |cols: &mut Vec<T>, (n, dx_n): (usize, &mut [T])| -> Result<()> {
+        workspace(cols, &[rows, p])?;
         let grad_n = &grad[n * g.c_out * p..(n + 1) * g.c_out * p];
         for grp in 0..g.groups {
             // a = W_gᵀ: element (r, co) of the transpose is w[co·rows + r].
@@ -192,19 +205,20 @@ pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) 
             let plane = g.h * g.w;
             col2im(cols, cin_g, g, &mut dx_n[grp * cin_g * plane..(grp + 1) * cin_g * plane]);
         }
+        Ok(())
     };
     if g.n > 1 {
-        dx.par_chunks_mut(img).enumerate().for_each_init(Vec::new, one);
+        dx.par_chunks_mut(img).enumerate().try_for_each_init(Vec::new, one)
     } else {
         let mut cols = Vec::new();
-        dx.chunks_mut(img).enumerate().for_each(|it| one(&mut cols, it));
+        dx.chunks_mut(img).enumerate().try_for_each(|it| one(&mut cols, it))
     }
 }
 
 /// Weight gradient: `dw_g = grad_g @ cols_gᵀ`, summed over the batch inside one product per
 /// group. Columns of all images sit side by side ([Cin·KH·KW, N·OH·OW]) and the gradient is
 /// regrouped to [Cout, N·OH·OW] so the batch sum is the gemm's own k loop. `dw` is overwritten.
-pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry) {
+pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry) -> Result<()> {
     let (p, rows) = (g.pixels(), g.rows_g());
     let cout_g = g.cout_g();
     let np = g.n * p;
@@ -212,11 +226,12 @@ pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry)
     let all_rows = g.c_in * g.kh * g.kw;
     if np == 0 {
         dw.fill(T::zero());
-        return;
+        return Ok(());
     }
     // cols[row][n·p + pix]: rows are independent, so they are filled in parallel.
     let (hw, k) = (g.h * g.w, g.kh * g.kw);
-    let mut cols = vec![T::zero(); all_rows * np];
+    let mut cols = Vec::new();
+    workspace(&mut cols, &[all_rows, np])?;
     cols.par_chunks_mut(np).enumerate().for_each(|(r, row)| {
         let c = r / k;
         for (n, dst) in row.chunks_mut(p).enumerate() {
@@ -225,7 +240,8 @@ pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry)
         }
     });
     // grad regrouped: gr[co][n·p + pix].
-    let mut gr = vec![T::zero(); g.c_out * np];
+    let mut gr = Vec::new();
+    workspace(&mut gr, &[g.c_out, np])?;
     gr.par_chunks_mut(np).enumerate().for_each(|(co, row)| {
         for n in 0..g.n {
             let src = &grad[(n * g.c_out + co) * p..(n * g.c_out + co + 1) * p];
@@ -238,6 +254,7 @@ pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry)
         let s = Strides { dst_rs: rows as isize, dst_cs: 1, a_rs: np as isize, a_cs: 1, b_rs: 1, b_cs: np as isize };
         product(cout_g, rows, np, &mut dw[grp * cout_g * rows..(grp + 1) * cout_g * rows], &gr[grp * cout_g * np..], &cols[grp * rows * np..], s, par);
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -287,7 +304,7 @@ mod tests {
         let g = geo(1, 1, 3, 3, 1, [2, 2], [1, 1], [0, 0], [1, 1], 1);
         let x: Vec<f64> = (1..=9).map(|v| v as f64).collect();
         let mut out = vec![0.0; 4];
-        forward(&x, &[1.0; 4], Some(&[0.5]), &mut out, &g);
+        forward(&x, &[1.0; 4], Some(&[0.5]), &mut out, &g).unwrap();
         assert_eq!(out, vec![12.5, 16.5, 24.5, 28.5]);
     }
 
@@ -298,16 +315,16 @@ mod tests {
             let x = seq(g.n * g.c_in * g.h * g.w, 0.1);
             let wt = seq(g.c_out * (g.c_in / groups) * g.kh * g.kw, 0.7);
             let mut out = vec![0.0; g.n * g.c_out * g.oh * g.ow];
-            forward(&x, &wt, None, &mut out, &g);
+            forward(&x, &wt, None, &mut out, &g).unwrap();
             assert_eq!(out, naive(&x, &wt, &g));
             // <conv(x, w), gy> = <x, grad_input(gy, w)> = <w, grad_weight(x, gy)>: the
             // gradients are the adjoints of the forward in each argument.
             let gy = seq(out.len(), 2.3);
             let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
             let mut dx = vec![7.0; x.len()];
-            grad_input(&gy, &wt, &mut dx, &g);
+            grad_input(&gy, &wt, &mut dx, &g).unwrap();
             let mut dw = vec![7.0; wt.len()];
-            grad_weight(&x, &gy, &mut dw, &g);
+            grad_weight(&x, &gy, &mut dw, &g).unwrap();
             assert!((dot(&out, &gy) - dot(&x, &dx)).abs() < 1e-9);
             assert!((dot(&out, &gy) - dot(&wt, &dw)).abs() < 1e-9);
         }

@@ -201,16 +201,12 @@ pub unsafe fn scatter<T: Accumulate>(w: &Walk, a: *mut T, b: *const T, accumulat
 
 /// Coordinates of the nonzero elements of a row-major `data` of `shape`, written as torch's
 /// nonzero result: `n` rows, one column per dim, column-major (`out[j * n + i]`).
-pub fn nonzero<T: Element>(data: &[T], shape: &[usize]) -> (usize, Vec<i64>) {
+/// `out` holds `n * shape.len()` elements, `n` being `count_nonzero(data)`.
+pub fn nonzero<T: Element>(data: &[T], shape: &[usize], n: usize, out: &mut [i64]) {
     let zero = T::zero();
-    let n = data.iter().filter(|&&v| v != zero).count();
     let k = shape.len();
-    let mut out = vec![0i64; n * k];
-    if n == 0 {
-        return (0, out);
-    }
-    if k == 0 {
-        return (n, out);
+    if n == 0 || k == 0 {
+        return;
     }
     // Walk the last dim as rows; the outer coordinates change once per row.
     let last = shape[k - 1];
@@ -234,7 +230,12 @@ pub fn nonzero<T: Element>(data: &[T], shape: &[usize]) -> (usize, Vec<i64>) {
             outer[d] = 0;
         }
     }
-    (n, out)
+}
+
+/// How many elements of `data` are nonzero.
+pub fn count_nonzero<T: Element>(data: &[T]) -> usize {
+    let zero = T::zero();
+    data.iter().filter(|&&v| v != zero).count()
 }
 
 /// The elements of `data` where `mask` is true, in order (both row-major, same length).
@@ -286,10 +287,13 @@ mod tests {
 
     #[test]
     fn nonzero_is_column_major() {
-        let (n, out) = nonzero(&[0., 1., 0., 2., 0., 3.], &[2, 3]);
+        let data = [0., 1., 0., 2., 0., 3.];
+        let n = count_nonzero(&data);
         assert_eq!(n, 3);
+        let mut out = [0i64; 6];
+        nonzero(&data, &[2, 3], n, &mut out);
         assert_eq!(out, [0, 1, 1, 1, 0, 2]);
-        let (n, out) = nonzero(&[true], &[]);
-        assert_eq!((n, out.len()), (1, 0));
+        assert_eq!(count_nonzero(&[true]), 1);
+        nonzero(&[true], &[], 1, &mut []);
     }
 }

@@ -29,10 +29,12 @@ pub struct Arg<'a, T> {
 impl<'a, T: Element> Arg<'a, T> {
     /// The operand as `t` lays it out.
     pub fn of(t: &'a Tensor) -> Arg<'a, T> {
+        debug_assert!(t.within_storage(), "kernel operand outside its storage: {:?}", t);
         Arg { base: t.base_ptr::<T>(), strides: &t.layout.strides, offset: t.layout.offset }
     }
     /// The same memory read through broadcast strides (computed by the op layer).
     pub fn broadcast(t: &Tensor, strides: &'a [isize]) -> Arg<'a, T> {
+        debug_assert!(t.within_storage(), "kernel operand outside its storage: {:?}", t);
         Arg { base: t.base_ptr::<T>(), strides, offset: t.layout.offset }
     }
 }

@@ -35,7 +35,7 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let mut operands = vec![info.restrided(&shape)];
     operands.extend(info.index_operands(&shape));
     let it = iter_layout(&shape, &operands);
-    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype());
+    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype())?;
     if out.numel() == 0 {
         return Ok(out);
     }
@@ -103,7 +103,7 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
     write(x, &[values], |reads| {
         let (v, alias) = &reads[0];
         // Values that are the destination's own elements are read from a copy.
-        let v = if *alias == Alias::Same { contiguous_copy(v, v.dtype()) } else { v.clone() };
+        let v = if *alias == Alias::Same { contiguous_copy(v, v.dtype())? } else { v.clone() };
         let vs = broadcast_strides(&v, &shape);
         let r = info.replacement.len();
         let mut w = Walk { a_offset: info.src.offset as isize, b_offset: v.layout.offset as isize, ..Default::default() };
@@ -128,22 +128,22 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
 
 /// `index_put` (out of place): a preserve-format clone of x, written, with a fresh counter.
 pub fn index_put_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
-    let out = copy_preserving(x, x.dtype());
+    let out = copy_preserving(x, x.dtype())?;
     index_put_inplace_raw(&out, indices, values, accumulate)?;
     Ok(Tensor { version: VersionCounter::new(), ..out })
 }
 
 /// A copy of x in torch's preserve format (`clone()`, `.to(dtype)`).
-fn copy_preserving(x: &Tensor, dtype: DType) -> Tensor {
-    let out = empty_with_layout(&preserve_format(&x.layout), dtype);
+fn copy_preserving(x: &Tensor, dtype: DType) -> crate::error::Result<Tensor> {
+    let out = crate::ops::copy::empty_strided(&preserve_format(&x.layout), dtype)?;
     copy_kernel(&out, x);
-    out
+    Ok(out)
 }
 
 /// Index values as int64 (torch's `.to(kLong)`, which keeps the layout).
-fn to_long(t: &Tensor) -> Tensor {
+fn to_long(t: &Tensor) -> Result<Tensor> {
     if t.dtype() == DType::Int64 {
-        t.clone()
+        Ok(t.clone())
     } else {
         copy_preserving(t, DType::Int64)
     }
@@ -201,7 +201,7 @@ impl Info {
                 // A mask followed by more indices can name dims x does not have.
                 let w = wrap_dim(d as i64, ndim)?;
                 indexed.push((src.shape[w], src.strides[w]));
-                ints.push(to_long(t));
+                ints.push(to_long(t)?);
             }
         }
         let replacement = ints.last().map_or(vec![], |t| t.shape().to_vec());
@@ -248,7 +248,7 @@ impl Info {
     /// names relative to x's offset; raises torch's error for the first out-of-range index in
     /// torch's iteration order.
     fn source_offsets(&self, perm: &[usize]) -> Result<Vec<isize>> {
-        let values: Vec<Vec<i64>> = self.indices.iter().map(|t| t.to_vec::<i64>()).collect();
+        let values: Vec<Vec<i64>> = self.indices.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
         let in_range = |j: usize, v: i64| {
             let size = self.indexed[j].0 as i64;
             v >= -size && v < size
@@ -312,7 +312,7 @@ fn expand_masks(x: &Layout, indices: &[Option<Tensor>]) -> Result<Vec<Option<Ten
         match idx {
             Some(mask) if mask.dtype() == DType::Bool => {
                 check_mask(x, mask, out.len())?;
-                let nz = nonzero(mask);
+                let nz = nonzero(mask)?;
                 for j in 0..mask.ndim() {
                     out.push(Some(nz.view_as_layout(nz.layout.select(1, j as i64)?)));
                 }
@@ -427,7 +427,7 @@ fn masked_fill_write(x: &Tensor, mask: &Tensor, values: &Tensor) -> Result<()> {
     check_no_overlap(x, mask, true)?;
     // A mask sharing x's memory is read from a copy (each element reads its own flag first,
     // so the result is the same).
-    let mask = if mask.same_storage(x) { contiguous_copy(mask, DType::Bool) } else { mask.clone() };
+    let mask = if mask.same_storage(x) { contiguous_copy(mask, DType::Bool)? } else { mask.clone() };
     masked_fill_raw(x, &mask, &Arg::Scalar(v), true).map(|_| ())
 }
 
@@ -450,7 +450,7 @@ mod tests {
         let x = arange(&[2, 3, 4]);
         let r = index_raw(&x, &[None, Some(longs(&[2, 0])), Some(longs(&[1, 3]))]).unwrap();
         assert_eq!(r.shape(), &[2, 2]);
-        assert_eq!(r.to_vec::<f32>(), vec![9., 3., 21., 15.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![9., 3., 21., 15.]);
     }
 
     #[test]
@@ -458,7 +458,7 @@ mod tests {
         let x = arange(&[2, 3, 4]);
         let r = index_raw(&x, &[Some(longs(&[0, 1])), None, Some(longs(&[1, 0]))]).unwrap();
         assert_eq!(r.shape(), &[2, 3]);
-        assert_eq!(r.to_vec::<f32>(), vec![1., 5., 9., 12., 16., 20.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![1., 5., 9., 12., 16., 20.]);
     }
 
     #[test]
@@ -468,7 +468,7 @@ mod tests {
         let t = x.view_as_layout(x.layout.transpose(0, 2).unwrap());
         let r = index_raw(&t, &[Some(longs(&[0, 1]))]).unwrap();
         assert_eq!(r.strides(), &[6, 1, 3]);
-        assert_eq!(r.to_vec::<f32>(), vec![0., 12., 4., 16., 8., 20., 1., 13., 5., 17., 9., 21.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![0., 12., 4., 16., 8., 20., 1., 13., 5., 17., 9., 21.]);
     }
 
     #[test]
@@ -476,7 +476,7 @@ mod tests {
         let x = arange(&[3, 4]);
         let e = index_raw(&x, &[Some(longs(&[1, 9, 7])), Some(longs(&[8, 2, 1]))]).unwrap_err();
         assert_eq!(e.to_string(), "index 8 is out of bounds for dimension 1 with size 4");
-        let e = index_raw(&Tensor::zeros(&[0], DType::Float32), &[Some(longs(&[0]))]).unwrap_err();
+        let e = index_raw(&Tensor::zeros(&[0], DType::Float32).unwrap(), &[Some(longs(&[0]))]).unwrap_err();
         assert_eq!(e.to_string(), "index is out of bounds for dimension with size 0");
     }
 
@@ -485,7 +485,7 @@ mod tests {
         let x = arange(&[3, 4]);
         let m = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
         let r = index_raw(&x, &[Some(m)]).unwrap();
-        assert_eq!(r.to_vec::<f32>(), vec![0., 1., 2., 3., 8., 9., 10., 11.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![0., 1., 2., 3., 8., 9., 10., 11.]);
         let bad = Tensor::from_vec(vec![true, false], &[2]).unwrap();
         let e = index_raw(&x, &[Some(bad)]).unwrap_err();
         assert_eq!(
@@ -498,13 +498,13 @@ mod tests {
 
     #[test]
     fn index_put_accumulates_in_order_and_bumps_once() {
-        let x = Tensor::zeros(&[3], DType::Float32);
+        let x = Tensor::zeros(&[3], DType::Float32).unwrap();
         let v = Tensor::from_vec(vec![1f32, 2., 3.], &[3]).unwrap();
         index_put_inplace_raw(&x, &[Some(longs(&[0, 0, 2]))], &v, true).unwrap();
-        assert_eq!(x.to_vec::<f32>(), vec![3., 0., 3.]);
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![3., 0., 3.]);
         assert_eq!(x.version(), 1);
         index_put_inplace_raw(&x, &[Some(longs(&[1, 1]))], &Tensor::from_vec(vec![5f32, 6.], &[2]).unwrap(), false).unwrap();
-        assert_eq!(x.to_vec::<f32>(), vec![3., 6., 3.]);
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![3., 6., 3.]);
         let e = index_put_inplace_raw(&x, &[Some(longs(&[0]))], &longs(&[1]), false).unwrap_err();
         assert!(e.to_string().starts_with("Index put requires the source and destination dtypes match"));
         assert_eq!(x.version(), 2);
@@ -512,11 +512,11 @@ mod tests {
 
     #[test]
     fn mask_write_uses_masked_fill_rules() {
-        let x = Tensor::zeros(&[2, 2], DType::Int64);
+        let x = Tensor::zeros(&[2, 2], DType::Int64).unwrap();
         let m = Tensor::from_vec(vec![true, false], &[2]).unwrap();
-        index_put_inplace_raw(&x, &[Some(m.clone())], &Tensor::scalar(Scalar::Float(2.7), DType::Float32), false).unwrap();
-        assert_eq!(x.to_vec::<i64>(), vec![2, 2, 0, 0]);
-        let e = index_put_inplace_raw(&x, &[Some(m)], &Tensor::scalar(Scalar::Float(1e30), DType::Float32), false).unwrap_err();
+        index_put_inplace_raw(&x, &[Some(m.clone())], &Tensor::scalar(Scalar::Float(2.7), DType::Float32).unwrap(), false).unwrap();
+        assert_eq!(x.to_vec::<i64>().unwrap(), vec![2, 2, 0, 0]);
+        let e = index_put_inplace_raw(&x, &[Some(m)], &Tensor::scalar(Scalar::Float(1e30), DType::Float32).unwrap(), false).unwrap_err();
         assert_eq!(e.to_string(), "value cannot be converted to type int64_t without overflow");
     }
 
@@ -572,7 +572,7 @@ fn index_put_formula(ctx: &crate::autograd::node::Ctx, present: &[bool], accumul
     } else if accumulate {
         Some(g.clone())
     } else {
-        Some(index_put(g, &indices, &Tensor::zeros(&[], g.dtype()), false)?)
+        Some(index_put(g, &indices, &Tensor::zeros(&[], g.dtype())?, false)?)
     };
     let gv = if ctx.needs(1) { Some(sum_to_values(index(g, &indices)?, values_shape)?) } else { None };
     Ok(vec![gs, gv])
@@ -590,7 +590,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     rec.finish("IndexBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         let indices = saved_indices(&ctx.saved, &present);
-        Ok(vec![Some(index_put(&Tensor::zeros(&shape, g.dtype()), &indices, g, true)?)])
+        Ok(vec![Some(index_put(&Tensor::zeros(&shape, g.dtype())?, &indices, g, true)?)])
     }))?;
     Ok(out)
 }
@@ -650,7 +650,7 @@ mod grad_tests {
         let y = crate::ops::copy::clone(&x).unwrap();
         index_put_(&y, &[Some(longs(&[0, 2]))], &v, false).unwrap();
         assert_eq!(node_name(&y), "IndexPutBackward0");
-        assert_eq!(y.to_vec::<f64>(), vec![5., 2., 5.]);
+        assert_eq!(y.to_vec::<f64>().unwrap(), vec![5., 2., 5.]);
         backward(&y, Some(vals(vec![1., 2., 3.], &[3])));
         assert_eq!(grad(&x), vec![0., 2., 0.]);
         assert_eq!(grad(&v), vec![4.]);
@@ -658,7 +658,7 @@ mod grad_tests {
         let x = leaf(vec![1., 2., 3.], &[3]);
         let v = leaf(vec![5., 6.], &[2]);
         let out = index_put(&x, &[Some(longs(&[1, 1]))], &v, true).unwrap();
-        assert_eq!(out.to_vec::<f64>(), vec![1., 13., 3.]);
+        assert_eq!(out.to_vec::<f64>().unwrap(), vec![1., 13., 3.]);
         backward(&out, Some(vals(vec![1., 2., 3.], &[3])));
         assert_eq!(grad(&x), vec![1., 2., 3.]);
         assert_eq!(grad(&v), vec![2., 2.]);

@@ -282,7 +282,7 @@ fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor, out_numel: 
     if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
         return Ok(());
     }
-    let has_zero = crate::dispatch!(compute, T => b.to_vec::<T>().iter().any(|v| v.to_i64() == 0));
+    let has_zero = crate::dispatch!(compute, T => b.to_vec::<T>()?.iter().any(|v| v.to_i64() == 0));
     if has_zero {
         return Err(Error::Runtime(INT_DIV_ZERO.into()));
     }
@@ -366,7 +366,7 @@ fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode, alpha: Op
 
 /// The result of an elementwise op over `args` (cast to `compute`), laid out as torch's
 /// TensorIterator lays it out. `where`'s condition (`cond`) takes part but is never cast.
-fn output_like(op: Option<BinaryOp>, shape: &[usize], cond: Option<&Tensor>, args: &[&Arg], compute: DType, dtype: DType) -> Tensor {
+fn output_like(op: Option<BinaryOp>, shape: &[usize], cond: Option<&Tensor>, args: &[&Arg], compute: DType, dtype: DType) -> crate::error::Result<Tensor> {
     if let (Some(BinaryOp::Pow), [a, b]) = (op, args) {
         match (a, b) {
             // pow(number, tensor) allocates a plain contiguous result of the exponent's shape;
@@ -419,7 +419,7 @@ fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>, compute: DType) -> R
             (Scalar::Int(x), Scalar::Int(y)) => Scalar::Int(x.wrapping_mul(y)),
             (x, y) => Scalar::Float(x.to_f64() * y.to_f64()),
         }),
-        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(cast_input(&t, compute)), &Arg::Scalar(alpha), None)?),
+        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(cast_input(&t, compute)?), &Arg::Scalar(alpha), None)?),
     })
 }
 
@@ -432,10 +432,10 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     let (compute, out_dtype) = op.dtypes(common);
     check_alpha(alpha, common)?;
     op.kernel_check(compute, b)?;
-    let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype);
+    let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype)?;
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let fused = fused_alpha(op, alpha, compute);
-    let (ta, tb) = (a.as_tensor(compute), b.as_tensor(compute));
+    let (ta, tb) = (a.as_tensor(compute)?, b.as_tensor(compute)?);
     check_int_zero_division(op, compute, &tb, out.numel())?;
     run(op, &out, &ta, &tb, Mode::Fresh, fused);
     Ok(out)
@@ -472,7 +472,7 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
     op.kernel_check(compute, b)?;
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let fused = fused_alpha(op, alpha, compute);
-    let tb = b.as_tensor(compute);
+    let tb = b.as_tensor(compute)?;
     check_int_zero_division(op, compute, &tb, a.numel())?;
     write(a, &[&tb], |reads| {
         let (b_read, alias) = &reads[0];
@@ -481,8 +481,8 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
             run(op, a, a, b_read, mode, fused);
         } else {
             // Mixed dtypes: compute into a temporary of the result type, then cast into a.
-            let ta = crate::ops::copy::cast_input(a, compute);
-            let tmp = Tensor::empty(a.shape(), out_dtype);
+            let ta = crate::ops::copy::cast_input(a, compute)?;
+            let tmp = Tensor::empty(a.shape(), out_dtype)?;
             run(op, &tmp, &ta, b_read, Mode::Fresh, fused);
             copy_kernel(a, &tmp);
         }
@@ -500,8 +500,8 @@ pub fn where_raw(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     }
     let shape = broadcast_all(&[cond.shape(), a.shape(), b.shape()])?;
     let dtype = result_type(&[a.promotion(), b.promotion()]);
-    let out = output_like(None, &shape, Some(cond), &[a, b], dtype, dtype);
-    let (ta, tb) = (a.as_tensor(dtype), b.as_tensor(dtype));
+    let out = output_like(None, &shape, Some(cond), &[a, b], dtype, dtype)?;
+    let (ta, tb) = (a.as_tensor(dtype)?, b.as_tensor(dtype)?);
     let (sc, sa, sb) = (broadcast_strides(cond, &shape), broadcast_strides(&ta, &shape), broadcast_strides(&tb, &shape));
     crate::dispatch!(dtype, T => {
         // SAFETY: out is fresh; inputs are read only.
@@ -588,8 +588,8 @@ pub fn clamp_scalar_raw(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in
         })?;
         return Ok(x.clone());
     }
-    let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype);
-    body(&out, &cast_input(x, dtype), false);
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype)?;
+    body(&out, &cast_input(x, dtype)?, false);
     Ok(out)
 }
 
@@ -621,16 +621,16 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
         bail!(NotImplemented, "\"clamp_cpu\" not implemented for 'Bool'");
     }
     let out = if in_place {
-        Tensor::empty(&shape, dtype)
+        Tensor::empty(&shape, dtype)?
     } else {
         let mut layouts = vec![cast_layout(x, dtype)];
         layouts.extend(bounds.iter().map(|b| cast_layout(b, dtype)));
         let refs: Vec<&Layout> = layouts.iter().collect();
-        empty_with_layout(&iterator_layout(&shape, &refs), dtype)
+        empty_with_layout(&iterator_layout(&shape, &refs), dtype)?
     };
-    let tx = cast_input(x, dtype);
+    let tx = cast_input(x, dtype)?;
     let sx = broadcast_strides(&tx, &shape);
-    let cast: Vec<Tensor> = bounds.iter().map(|b| cast_input(b, dtype)).collect();
+    let cast: Vec<Tensor> = bounds.iter().map(|b| cast_input(b, dtype)).collect::<Result<_>>()?;
     let strides: Vec<Vec<isize>> = cast.iter().map(|b| broadcast_strides(b, &shape)).collect();
     crate::dispatch!(dtype, T => {
         // SAFETY: out is fresh; every input is only read.
@@ -679,7 +679,7 @@ pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -
         x.clone()
     } else {
         let shape = broadcast_shapes(x.shape(), mask.shape())?;
-        let out = Tensor::empty(&shape, x.dtype());
+        let out = Tensor::empty(&shape, x.dtype())?;
         copy_kernel(&out, x);
         out
     };
@@ -733,9 +733,9 @@ fn is_differentiable(op: BinaryOp) -> bool {
 /// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
 /// A Python number as torch saves it for backward: a 0-d double (or int64 / bool) tensor, so
 /// a float64 gradient sees the number at full precision; 0-d, it never widens a float32 one.
-fn wrapped(a: &Arg) -> Tensor {
+fn wrapped(a: &Arg) -> crate::error::Result<Tensor> {
     match a {
-        Arg::Tensor(t) => t.clone(),
+        Arg::Tensor(t) => Ok(t.clone()),
         Arg::Scalar(s @ Scalar::Float(_)) => Tensor::scalar(*s, DType::Float64),
         Arg::Scalar(s) => Tensor::scalar(*s, s.wrapped_dtype()),
     }
@@ -807,8 +807,8 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Resul
     let mut saved = ctx.saved.iter();
     let mut next = || saved.next().cloned().expect("saved by the forward");
     let (ga, gb): (Option<Tensor>, Option<Tensor>) = match info.op {
-        Add => (na.then(|| g.clone()), if nb { Some(mul_s(g, info.alpha)?) } else { None }),
-        Sub => (na.then(|| g.clone()), if nb { Some(mul_s(g, -info.alpha)?) } else { None }),
+        Add => (na.then(|| g.clone()), if nb { Some(mul_s(g, info.alpha)).transpose()? } else { None }),
+        Sub => (na.then(|| g.clone()), if nb { Some(mul_s(g, -info.alpha)).transpose()? } else { None }),
         Mul => {
             let other = if na { Some(next()) } else { None };
             let this = if nb { Some(next()) } else { None };
@@ -829,7 +829,7 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Resul
         Pow if info.b_number => {
             let a = next();
             let e = info.alpha; // the exponent travels in `alpha` for tensor ** number
-            let ga = if e == 0.0 { zeros_like(&a) } else { mul(g, &mul_s(&pow_s(&a, e - 1.0)?, e)?)? };
+            let ga = if e == 0.0 { zeros_like(&a)? } else { mul(g, &mul_s(&pow_s(&a, e - 1.0)?, e)?)? };
             (Some(ga), None)
         }
         Pow if info.a_number => {
@@ -872,7 +872,7 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Resul
             let gb = if nb { Some(zero_where(&half, &cmp(lose_b, &a, &Arg::Tensor(b.clone()))?)?) } else { None };
             (ga, gb)
         }
-        DivFloor | DivTrunc => (na.then(|| zeros_like(g)), nb.then(|| zeros_like(g))),
+        DivFloor | DivTrunc => (na.then(|| zeros_like(g)).transpose()?, nb.then(|| zeros_like(g)).transpose()?),
         Remainder => {
             let gb = if nb && !info.b_number {
                 let (a, b) = (next(), next());
@@ -927,7 +927,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
     }
     let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
     let info = info_of(op, a, b, alpha);
-    save_binary(&mut rec, &info, &wrapped(a), &wrapped(b))?;
+    save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
     if saves_result(&info) {
         rec.save_output("result", &out, 0);
     }
@@ -952,7 +952,7 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
             // torch saves `self.clone()`, a recorded op (an integer self that came to require
             // grad fails right here, as in torch)
             let old = if needs_self { crate::ops::copy::clone(a)? } else { a.clone() };
-            save_binary(&mut rec, &info, &old, &wrapped(b))?;
+            save_binary(&mut rec, &info, &old, &wrapped(b)?)?;
             Some(rec)
         }
         None => None,

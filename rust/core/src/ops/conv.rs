@@ -184,27 +184,27 @@ fn geometry(xs: &[usize], ws: &[usize], p: &Conv2dParams) -> Geometry {
 /// Forward of a checked 4-d convolution, no autograd.
 pub fn conv2d_raw(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: &Conv2dParams) -> Result<Tensor> {
     let g = geometry(x.shape(), w.shape(), p);
-    let out = Tensor::empty(&[g.n, g.c_out, g.oh, g.ow], x.dtype());
-    let (x, w, b) = (contiguous_raw(x), contiguous_raw(w), b.map(contiguous_raw));
-    crate::dispatch_float!(x.dtype(), T => kernel::forward::<T>(read(&x), read(&w), b.as_ref().map(|b| read::<T>(b)), fresh(&out), &g), _ => unreachable!("checked float"));
+    let out = Tensor::empty(&[g.n, g.c_out, g.oh, g.ow], x.dtype())?;
+    let (x, w, b) = (contiguous_raw(x)?, contiguous_raw(w)?, b.map(contiguous_raw).transpose()?);
+    crate::dispatch_float!(x.dtype(), T => kernel::forward::<T>(read(&x), read(&w), b.as_ref().map(|b| read::<T>(b)), fresh(&out), &g), _ => unreachable!("checked float"))?;
     Ok(out)
 }
 
 /// Input gradient (a transposed convolution of `grad` with `w`) for an input of `x_shape`.
 pub fn conv2d_input_grad_raw(grad: &Tensor, w: &Tensor, x_shape: &[usize], p: &Conv2dParams) -> Result<Tensor> {
     let g = geometry(x_shape, w.shape(), p);
-    let dx = Tensor::empty(x_shape, grad.dtype());
-    let (grad, w) = (contiguous_raw(grad), contiguous_raw(w));
-    crate::dispatch_float!(grad.dtype(), T => kernel::grad_input::<T>(read(&grad), read(&w), fresh(&dx), &g), _ => unreachable!("checked float"));
+    let dx = Tensor::empty(x_shape, grad.dtype())?;
+    let (grad, w) = (contiguous_raw(grad)?, contiguous_raw(w)?);
+    crate::dispatch_float!(grad.dtype(), T => kernel::grad_input::<T>(read(&grad), read(&w), fresh(&dx), &g), _ => unreachable!("checked float"))?;
     Ok(dx)
 }
 
 /// Weight gradient for a weight of `w_shape`.
 pub fn conv2d_weight_grad_raw(x: &Tensor, grad: &Tensor, w_shape: &[usize], p: &Conv2dParams) -> Result<Tensor> {
     let g = geometry(x.shape(), w_shape, p);
-    let dw = Tensor::empty(w_shape, x.dtype());
-    let (x, grad) = (contiguous_raw(x), contiguous_raw(grad));
-    crate::dispatch_float!(x.dtype(), T => kernel::grad_weight::<T>(read(&x), read(&grad), fresh(&dw), &g), _ => unreachable!("checked float"));
+    let dw = Tensor::empty(w_shape, x.dtype())?;
+    let (x, grad) = (contiguous_raw(x)?, contiguous_raw(grad)?);
+    crate::dispatch_float!(x.dtype(), T => kernel::grad_weight::<T>(read(&x), read(&grad), fresh(&dw), &g), _ => unreachable!("checked float"))?;
     Ok(dw)
 }
 

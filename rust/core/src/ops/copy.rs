@@ -23,16 +23,16 @@ pub fn copy_kernel(dst: &Tensor, src: &Tensor) {
 }
 
 /// A new tensor with `t`'s values in row-major contiguous memory.
-pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Tensor {
-    let out = Tensor::empty(t.shape(), dtype);
+pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    let out = Tensor::empty(t.shape(), dtype)?;
     copy_kernel(&out, t);
-    out
+    Ok(out)
 }
 
 /// `t.contiguous()`: `t` itself when already contiguous (R6), else a copy.
-pub fn contiguous_raw(t: &Tensor) -> Tensor {
+pub fn contiguous_raw(t: &Tensor) -> Result<Tensor> {
     if t.is_contiguous() {
-        t.clone()
+        Ok(t.clone())
     } else {
         contiguous_copy(t, t.dtype())
     }
@@ -92,34 +92,60 @@ pub fn fill_inplace_raw(dst: &Tensor, value: Scalar) -> Result<()> {
     })
 }
 
-/// An empty tensor laid out like `layout` (offset 0, storage just large enough).
-pub fn empty_with_layout(layout: &Layout, dtype: DType) -> Tensor {
+/// An empty tensor laid out like `layout` (offset 0, storage just large enough), as torch's
+/// TensorIterator allocates an output: a contiguous layout is checked (and worded) as `empty`,
+/// any other as `empty_strided`.
+pub fn empty_with_layout(layout: &Layout, dtype: DType) -> Result<Tensor> {
+    if layout.is_contiguous() {
+        crate::shape::storage_nbytes_contiguous(&layout.shape, dtype.size())?;
+    } else {
+        check_strided(layout, dtype)?;
+    }
+    allocate_layout(layout, dtype)
+}
+
+/// torch's `empty_strided` (what `empty_like`, `clone` and `to` allocate with): the size check
+/// names the sizes and the strides.
+pub fn empty_strided(layout: &Layout, dtype: DType) -> Result<Tensor> {
+    check_strided(layout, dtype)?;
+    allocate_layout(layout, dtype)
+}
+
+fn check_strided(layout: &Layout, dtype: DType) -> Result<usize> {
+    let sizes: Vec<i64> = layout.shape.iter().map(|&d| d as i64).collect();
+    let strides: Vec<i64> = layout.strides.iter().map(|&s| s as i64).collect();
+    crate::shape::storage_nbytes_strided(&sizes, &strides, 0, dtype.size())
+}
+
+/// Memory for a dense `layout` whose size has been checked (its extent is its element count).
+fn allocate_layout(layout: &Layout, dtype: DType) -> Result<Tensor> {
     let len = layout.extent().map(|(_, hi)| hi as usize).unwrap_or(0);
-    let storage = Storage::new(len, dtype, false);
-    Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() }
+    let nbytes = crate::shape::storage_nbytes_contiguous(&[len], dtype.size())?;
+    let storage = Storage::new(nbytes, dtype, false)?;
+    Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() })
 }
 
 /// `clone()`: new memory, fresh version counter, torch's preserve_format strides.
-pub fn clone_raw(t: &Tensor) -> Tensor {
-    let out = empty_with_layout(&preserved_layout(t), t.dtype());
+pub fn clone_raw(t: &Tensor) -> Result<Tensor> {
+    let out = empty_strided(&preserved_layout(t), t.dtype())?;
     copy_kernel(&out, t);
-    out
+    Ok(out)
 }
 
 /// `to(dtype)`: `t` itself when the dtype already matches (R6), else a converted copy.
-pub fn to_dtype_raw(t: &Tensor, dtype: DType) -> Tensor {
+pub fn to_dtype_raw(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
-        return t.clone();
+        return Ok(t.clone());
     }
-    let out = empty_with_layout(&preserved_layout(t), dtype);
+    let out = empty_strided(&preserved_layout(t), dtype)?;
     copy_kernel(&out, t);
-    out
+    Ok(out)
 }
 
 /// Casts `t` for use as a kernel input: the same tensor when the dtype matches.
-pub fn cast_input(t: &Tensor, dtype: DType) -> Tensor {
+pub fn cast_input(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
-        t.clone()
+        Ok(t.clone())
     } else {
         contiguous_copy(t, dtype)
     }
@@ -129,7 +155,7 @@ pub fn cast_input(t: &Tensor, dtype: DType) -> Tensor {
 fn _assert_element_bound<T: Element>() {}
 
 /// Zeros, contiguous (gradient buffers).
-pub fn zeros_raw(shape: &[usize], dtype: DType) -> Tensor {
+pub fn zeros_raw(shape: &[usize], dtype: DType) -> Result<Tensor> {
     Tensor::zeros(shape, dtype)
 }
 
@@ -151,14 +177,14 @@ pub fn contiguous(t: &Tensor) -> Result<Tensor> {
     if t.is_contiguous() {
         return Ok(t.clone());
     }
-    let out = contiguous_raw(t);
+    let out = contiguous_raw(t)?;
     record_identity("CloneBackward0", t, &out)?;
     Ok(out)
 }
 
 /// Differentiable `clone()`.
 pub fn clone(t: &Tensor) -> Result<Tensor> {
-    let out = clone_raw(t);
+    let out = clone_raw(t)?;
     record_identity("CloneBackward0", t, &out)?;
     Ok(out)
 }
@@ -168,7 +194,7 @@ pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
         return Ok(t.clone());
     }
-    let out = to_dtype_raw(t, dtype);
+    let out = to_dtype_raw(t, dtype)?;
     if dtype.is_floating() {
         record_identity("ToCopyBackward0", t, &out)?;
     }
@@ -197,14 +223,14 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
             } else {
                 None
             };
-            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())), gs])
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())).transpose()?, gs])
         }))?;
     }
     Ok(())
 }
 
 fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
-    rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype()))])))
+    rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype())?)])))
 }
 
 /// Differentiable `fill_(number)` (FillBackward2: the old values get no gradient).
@@ -243,7 +269,7 @@ pub fn fill_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
         rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
             let g = ctx.grad();
             let gv = if ctx.needs(1) { Some(crate::ops::reduce::sum(g, None, false, None)?) } else { None };
-            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())), gv])
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())).transpose()?, gv])
         }))?;
     }
     Ok(())

@@ -23,10 +23,8 @@ fn with_rng<R>(f: impl FnOnce(&mut StdRng) -> R) -> R {
     f(rng)
 }
 
-fn fill_with<T: Element>(shape: &[usize], mut next: impl FnMut() -> T) -> Tensor {
-    let n: usize = shape.iter().product();
-    let v: Vec<T> = (0..n).map(|_| next()).collect();
-    Tensor::from_vec(v, shape).expect("sizes agree")
+fn fill_with<T: Element>(shape: &[usize], mut next: impl FnMut() -> T) -> Result<Tensor> {
+    Tensor::from_fn(shape, |_| next())
 }
 
 fn require_float(dtype: DType, what: &str) -> Result<()> {
@@ -39,24 +37,24 @@ fn require_float(dtype: DType, what: &str) -> Result<()> {
 /// Uniform on [0, 1) (drawn in the dtype's own precision, so float32 never rounds up to 1).
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
     require_float(dtype, "check_uniform_bounds")?;
-    Ok(with_rng(|r| match dtype {
+    with_rng(|r| match dtype {
         DType::Float32 => fill_with::<f32>(shape, || r.random::<f32>()),
         _ => fill_with::<f64>(shape, || r.random::<f64>()),
-    }))
+    })
 }
 
 /// Standard normal. (torch never reaches the float-only kernel for an empty tensor.)
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
     if shape.contains(&0) {
-        return Ok(Tensor::empty(shape, dtype));
+        return Ok(Tensor::empty(shape, dtype)?);
     }
     require_float(dtype, "normal_kernel_cpu")?;
-    Ok(with_rng(|r| {
+    with_rng(|r| {
         crate::dispatch_float!(dtype, T => fill_with::<T>(shape, || {
             let v: f64 = StandardNormal.sample(r);
             T::from_f64(v)
         }), _ => unreachable!())
-    }))
+    })
 }
 
 /// Integers uniform on [low, high).
@@ -77,7 +75,7 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
             return Err(Error::Runtime(format!("{} is out of bounds for {}", name, dtype.type_meta_name())));
         }
     }
-    Ok(with_rng(|r| crate::dispatch!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high))))))
+    with_rng(|r| crate::dispatch!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high)))))
 }
 
 /// Fills an existing tensor's elements in place with uniform [from, to) values (kernel level;
@@ -92,31 +90,30 @@ fn next_down_f32(x: f32) -> f32 {
     }
 }
 
-/// Values for `uniform_` on a tensor of `dtype`: in [from, to) once rounded to that dtype.
-pub fn uniform_values(n: usize, from: f64, to: f64, dtype: DType) -> Vec<f64> {
+/// A tensor of `shape` and float `dtype` with `uniform_`'s values: in [from, to) once rounded to
+/// the dtype (kernel level; `uniform_` copies it in inside the write path).
+pub fn uniform_tensor(shape: &[usize], from: f64, to: f64, dtype: DType) -> Result<Tensor> {
     with_rng(|r| {
-        (0..n)
-            .map(|_| {
-                let v = from + (to - from) * r.random::<f64>();
-                if dtype == DType::Float32 && (v as f32) >= (to as f32) && from < to {
-                    // the largest float32 below `to`
-                    next_down_f32(to as f32) as f64
-                } else {
-                    v
-                }
-            })
-            .collect()
+        let mut next = || {
+            let v = from + (to - from) * r.random::<f64>();
+            if dtype == DType::Float32 && (v as f32) >= (to as f32) && from < to {
+                // the largest float32 below `to`
+                next_down_f32(to as f32) as f64
+            } else {
+                v
+            }
+        };
+        crate::dispatch_float!(dtype, T => Tensor::from_fn(shape, |_| T::from_f64(next())), _ => require_float(dtype, "check_uniform_bounds").map(|_| unreachable!()))
     })
 }
 
-pub fn normal_values(n: usize, mean: f64, std: f64) -> Vec<f64> {
+/// A tensor of `shape` and float `dtype` with `normal_`'s values, mean + std * N(0, 1).
+pub fn normal_tensor(shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Tensor> {
     with_rng(|r| {
-        (0..n)
-            .map(|_| {
-                let v: f64 = StandardNormal.sample(r);
-                mean + std * v
-            })
-            .collect()
+        crate::dispatch_float!(dtype, T => Tensor::from_fn(shape, |_| {
+            let v: f64 = StandardNormal.sample(r);
+            T::from_f64(mean + std * v)
+        }), _ => require_float(dtype, "normal_kernel_cpu").map(|_| unreachable!()))
     })
 }
 
@@ -155,14 +152,13 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         return Err(Error::Runtime("invalid size, possible overflow?".into()));
     }
     let n = size_d as usize;
-    Ok(crate::dispatch!(dtype, T => {
-        let v: Vec<T> = if dtype.is_floating() {
-            (0..n).map(|i| T::from_f64(ds + dst * i as f64)).collect()
+    crate::dispatch!(dtype, T => {
+        if dtype.is_floating() {
+            Tensor::from_fn(&[n], |i| T::from_f64(ds + dst * i as f64))
         } else {
-            (0..n).map(|i| T::from_i64(s.wrapping_add(st.wrapping_mul(i as i64)))).collect()
-        };
-        Tensor::from_vec(v, &[n])?
-    }))
+            Tensor::from_fn(&[n], |i| T::from_i64(s.wrapping_add(st.wrapping_mul(i as i64))))
+        }
+    })
 }
 
 /// torch.linspace and its CPU kernel: `start`/`end` are cast to the dtype first, the step is
@@ -174,10 +170,10 @@ pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<
     }
     let n = steps as usize;
     if n == 1 {
-        return Ok(Tensor::full(&[1], start, dtype));
+        return Ok(Tensor::full(&[1], start, dtype)?);
     }
     if n == 0 {
-        return Ok(Tensor::empty(&[0], dtype));
+        return Ok(Tensor::empty(&[0], dtype)?);
     }
     let half = n / 2;
     // torch's kernel is compiled with fused multiply-add: `start + step * i` rounds once, which
@@ -187,10 +183,7 @@ pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<
             let (a, b) = (<$T>::from_scalar(start), <$T>::from_scalar(end));
             let (fa, fb) = (a as $S, b as $S);
             let step = (fb - fa) / (n - 1) as $S;
-            let v: Vec<$T> = (0..n)
-                .map(|i| if i < half { $to(step.mul_add(i as $S, fa)) } else { $to((-step).mul_add((n - i - 1) as $S, fb)) })
-                .collect();
-            Tensor::from_vec(v, &[n])?
+            Tensor::from_fn(&[n], |i| if i < half { $to(step.mul_add(i as $S, fa)) } else { $to((-step).mul_add((n - i - 1) as $S, fb)) })?
         }};
     }
     Ok(match dtype {
@@ -211,7 +204,8 @@ pub fn eye(n: i64, m: Option<i64>, dtype: DType) -> Result<Tensor> {
         return Err(Error::Runtime(format!("m must be greater or equal to 0, got {}", m)));
     }
     let (n, m) = (n as usize, m as usize);
-    let t = Tensor::zeros(&[n, m], dtype);
+    crate::shape::checked_numel(&[n, m])?; // torch's eye resizes first: its numel check comes first
+    let t = Tensor::zeros(&[n, m], dtype)?;
     crate::dispatch!(dtype, T => {
         let p = t.data_ptr::<T>();
         for i in 0..n.min(m) {

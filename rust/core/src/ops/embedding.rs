@@ -72,11 +72,11 @@ pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad
     let (num_weights, dim) = (weight.shape()[0], weight.shape()[1]);
     rec.finish("EmbeddingBackward0", &[&out], Box::new(move |ctx| {
         let (g, indices) = (ctx.grad(), ctx.saved(0));
-        let flat = crate::ops::copy::to_dtype_raw(&views::reshape_raw(indices, &[-1])?, DType::Int64);
-        let scales = row_scales(&flat.to_vec::<i64>(), padding_idx, scale_grad_by_freq, num_weights);
+        let flat = crate::ops::copy::to_dtype_raw(&views::reshape_raw(indices, &[-1])?, DType::Int64)?;
+        let scales = row_scales(&flat.to_vec::<i64>()?, padding_idx, scale_grad_by_freq, num_weights);
         let rows = views::reshape(g, &[-1, dim as i64])?;
-        let rows = if scales.iter().all(|&s| s == 1.0) { rows } else { fm::mul(&rows, &from_f64s(scales, &[flat.numel(), 1], g.dtype()))? };
-        let zeros = fm::zeros(&[num_weights, dim], g.dtype());
+        let rows = if scales.iter().all(|&s| s == 1.0) { rows } else { fm::mul(&rows, &from_f64s(scales, &[flat.numel(), 1], g.dtype())?)? };
+        let zeros = fm::zeros(&[num_weights, dim], g.dtype())?;
         Ok(vec![Some(index_add(&zeros, 0, &flat, &rows, Scalar::Int(1), false)?)])
     }))?;
     Ok(out)
@@ -90,12 +90,12 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
         return Err(Error::Runtime("'weight' must be 2-D".into()));
     }
     check_indices(indices)?;
-    let idx = crate::ops::copy::to_dtype_raw(indices, DType::Int64).to_vec::<i64>();
+    let idx = crate::ops::copy::to_dtype_raw(indices, DType::Int64)?.to_vec::<i64>()?;
     let (n, d) = (weight.shape()[0], weight.shape()[1]);
     if idx.iter().any(|&i| i < 0 || i as usize >= n) {
         return Err(Error::Index("index out of range in self".into()));
     }
-    let mut w = f64s(weight);
+    let mut w = f64s(weight)?;
     let mut seen = vec![false; n];
     for &i in &idx {
         let i = i as usize;
@@ -117,7 +117,7 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
             row.iter_mut().for_each(|v| *v *= scale);
         }
     }
-    crate::ops::copy::copy_(weight, &from_f64s(w, &[n, d], weight.dtype()))
+    crate::ops::copy::copy_(weight, &from_f64s(w, &[n, d], weight.dtype())?)
 }
 
 #[cfg(test)]

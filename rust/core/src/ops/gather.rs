@@ -41,8 +41,8 @@ fn ne_layout(t: &Tensor) -> (Vec<usize>, Vec<isize>) {
 }
 
 /// Index values as a contiguous int64 tensor (int32 indices are widened).
-fn index_i64(index: &Tensor) -> Tensor {
-    contiguous_raw(&cast_input(index, DType::Int64))
+fn index_i64(index: &Tensor) -> crate::error::Result<Tensor> {
+    contiguous_raw(&cast_input(index, DType::Int64)?)
 }
 
 /// The in-place checks torch makes on a written `self` before any index is looked at.
@@ -53,11 +53,11 @@ fn check_inplace(dst: &Tensor, reads: &[&Tensor]) -> Result<()> {
 
 /// A read operand the kernel may use while writing `dst`: a private copy when it shares
 /// memory with `dst` at all (reads racing with writes would be unsound).
-fn private(dst: &Tensor, read: &Tensor) -> Tensor {
+fn private(dst: &Tensor, read: &Tensor) -> crate::error::Result<Tensor> {
     if read.same_storage(dst) && read.numel() > 0 && dst.numel() > 0 {
         contiguous_copy(read, read.dtype())
     } else {
-        read.clone()
+        Ok(read.clone())
     }
 }
 
@@ -71,9 +71,9 @@ fn out_of_bounds(v: i64, dim: usize, size: usize) -> Error {
 }
 
 /// The destination of an op with an in-place variant: `x` itself, or a contiguous copy of it.
-fn destination(x: &Tensor, in_place: bool) -> Tensor {
+fn destination(x: &Tensor, in_place: bool) -> crate::error::Result<Tensor> {
     if in_place {
-        x.clone()
+        Ok(x.clone())
     } else {
         contiguous_copy(x, x.dtype())
     }
@@ -85,7 +85,7 @@ fn destination(x: &Tensor, in_place: bool) -> Tensor {
 pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     if index.numel() == 0 {
-        return Ok(Tensor::empty(index.shape(), x.dtype()));
+        return Ok(Tensor::empty(index.shape(), x.dtype())?);
     }
     if !is_index_dtype(index) {
         return Err(Error::Runtime("gather(): Expected dtype int32/int64 for index".into()));
@@ -104,12 +104,12 @@ pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
             )));
         }
     }
-    let idx = index_i64(index);
+    let idx = index_i64(index)?;
     let size = ne_size(x, d)?;
-    if let Some(v) = first_bad(&idx.to_vec::<i64>(), size) {
+    if let Some(v) = first_bad(&idx.to_vec::<i64>()?, size) {
         return Err(out_of_bounds(v, d, size));
     }
-    let out = Tensor::empty(index.shape(), x.dtype());
+    let out = Tensor::empty(index.shape(), x.dtype())?;
     run_gather(&out, x, d, &idx, false);
     Ok(out)
 }
@@ -244,35 +244,33 @@ pub fn scatter_add_raw(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, in_pl
 
 /// The write half of scatter, after every shape/dtype check has passed.
 fn scatter_into(x: &Tensor, d: usize, index: &Tensor, src: &Source, reduce: Option<Reduce>, in_place: bool) -> Result<Tensor> {
-    let dst = destination(x, in_place);
-    let idx = if index.numel() == 0 { None } else { Some(index_i64(index)) };
+    let dst = destination(x, in_place)?;
+    let idx = if index.numel() == 0 { None } else { Some(index_i64(index)?) };
     if let Some(idx) = &idx {
         let size = ne_size(x, d)?;
-        if let Some(v) = first_bad(&idx.to_vec::<i64>(), size) {
+        if let Some(v) = first_bad(&idx.to_vec::<i64>()?, size) {
             return Err(out_of_bounds(v, d, size));
         }
     }
     let src_t = match src {
         Source::Tensor(t) => t.clone(),
-        Source::Value(v) => Tensor::scalar(*v, x.dtype()),
+        Source::Value(v) => Tensor::scalar(*v, x.dtype())?,
     };
-    let body = |dst: &Tensor| {
-        let Some(idx) = &idx else { return };
-        let (idx, src_t) = (private(dst, idx), private(dst, &src_t));
+    let body = |dst: &Tensor| -> Result<()> {
+        let Some(idx) = &idx else { return Ok(()) };
+        let (idx, src_t) = (private(dst, idx)?, private(dst, &src_t)?);
         let (shape, ix_strides) = ne_layout(&idx);
         let src_strides = match src {
             Source::Tensor(_) => ne_layout(&src_t).1,
             Source::Value(_) => vec![0; shape.len()],
         };
         run_scatter(dst, d, &shape, &idx, &ix_strides, &src_t, &src_strides, reduce, None);
+        Ok(())
     };
     if in_place {
-        write(&dst, &[], |_| {
-            body(&dst);
-            Ok(())
-        })?;
+        write(&dst, &[], |_| body(&dst))?;
     } else {
-        body(&dst);
+        body(&dst)?;
     }
     Ok(dst)
 }
@@ -342,12 +340,12 @@ pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     if x.ndim() > 0 {
         shape[d] = numel;
     }
-    let out = Tensor::empty(&shape, x.dtype());
+    let out = Tensor::empty(&shape, x.dtype())?;
     if numel == 0 {
         return Ok(out);
     }
-    let idx = index_i64(index);
-    let vals = idx.to_vec::<i64>();
+    let idx = index_i64(index)?;
+    let vals = idx.to_vec::<i64>()?;
     // torch's CPU kernel has three paths with their own messages; each is reproduced.
     let range_error = |v: i64, size: usize| Error::Runtime(format!("INDICES element is out of DATA bounds, id={} axis_dim={}", v, size));
     let index_error = || Error::Index("index out of range in self".into());
@@ -431,9 +429,9 @@ pub fn index_add_raw(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alph
     if in_place {
         check_inplace(x, &[index, source])?;
     }
-    let dst = destination(x, in_place);
-    let idx = index_i64(index);
-    let vals = idx.to_vec::<i64>();
+    let dst = destination(x, in_place)?;
+    let idx = index_i64(index)?;
+    let vals = idx.to_vec::<i64>()?;
     let skip = x.ndim() > 1 && (numel == 0 || x.numel() == 0);
     if !skip {
         if x.ndim() > 1 {
@@ -449,22 +447,20 @@ pub fn index_add_raw(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alph
             return Err(Error::Index("index out of range in self".into()));
         }
     }
-    let body = |dst: &Tensor| {
+    let body = |dst: &Tensor| -> Result<()> {
         if skip || numel == 0 {
-            return;
+            return Ok(());
         }
-        let (idx, source) = (private(dst, &idx), private(dst, source));
+        let (idx, source) = (private(dst, &idx)?, private(dst, source)?);
         let (shape, src_strides) = ne_layout(&source);
         let ix_strides = unit_along(shape.len(), d);
         run_scatter(dst, d, &shape, &idx, &ix_strides, &source, &src_strides, Some(Reduce::Add), Some(alpha));
+        Ok(())
     };
     if in_place {
-        write(&dst, &[], |_| {
-            body(&dst);
-            Ok(())
-        })?;
+        write(&dst, &[], |_| body(&dst))?;
     } else {
-        body(&dst);
+        body(&dst)?;
     }
     Ok(dst)
 }
@@ -485,10 +481,10 @@ mod tests {
     fn gather_and_index_select_read_the_named_positions() {
         let x = ar(12, &[3, 4]);
         let g = gather_raw(&x, 1, &ix(vec![0, 1, 2, 0], &[2, 2])).unwrap();
-        assert_eq!(g.to_vec::<f32>(), vec![0., 1., 6., 4.]);
+        assert_eq!(g.to_vec::<f32>().unwrap(), vec![0., 1., 6., 4.]);
         let xt = views::t_raw(&x).unwrap(); // [4,3], strides (1,4)
         let s = index_select_raw(&xt, 0, &ix(vec![3, 0], &[2])).unwrap();
-        assert_eq!(s.to_vec::<f32>(), vec![3., 7., 11., 0., 4., 8.]);
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![3., 7., 11., 0., 4., 8.]);
         let e = index_select_raw(&x, 0, &ix(vec![3], &[1])).unwrap_err();
         assert_eq!((matches!(e, Error::Index(_)), e.to_string()), (true, "index out of range in self".into()));
         let e = gather_raw(&x, 1, &ix(vec![4], &[1, 1])).unwrap_err();
@@ -497,27 +493,27 @@ mod tests {
 
     #[test]
     fn scatter_variants_and_version_bumps() {
-        let x = Tensor::zeros(&[2, 3], DType::Int64);
+        let x = Tensor::zeros(&[2, 3], DType::Int64).unwrap();
         let index = ix(vec![2, 2, 0, 1], &[2, 2]);
         let src = ix(vec![1, 10, 100, 1000], &[2, 2]);
         let r = scatter_add_raw(&x, 1, &index, &src, false).unwrap();
-        assert_eq!(r.to_vec::<i64>(), vec![0, 0, 11, 100, 1000, 0]);
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![0, 0, 11, 100, 1000, 0]);
         assert_eq!(x.version(), 0);
         scatter_raw(&x, 1, &index, &Source::Value(Scalar::Int(5)), None, true).unwrap();
-        assert_eq!(x.to_vec::<i64>(), vec![0, 0, 5, 5, 5, 0]);
+        assert_eq!(x.to_vec::<i64>().unwrap(), vec![0, 0, 5, 5, 5, 0]);
         assert_eq!(x.version(), 1);
         // A bad index raises and writes nothing, bumps nothing.
         let bad = ix(vec![0, 3], &[1, 2]);
         assert!(scatter_raw(&x, 1, &bad, &Source::Value(Scalar::Int(9)), None, true).is_err());
-        assert_eq!((x.to_vec::<i64>(), x.version()), (vec![0, 0, 5, 5, 5, 0], 1));
+        assert_eq!((x.to_vec::<i64>().unwrap(), x.version()), (vec![0, 0, 5, 5, 5, 0], 1));
     }
 
     #[test]
     fn index_add_with_alpha_and_duplicates() {
-        let x = Tensor::zeros(&[3, 2], DType::Float64);
+        let x = Tensor::zeros(&[3, 2], DType::Float64).unwrap();
         let src = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
         let r = index_add_raw(&x, 0, &ix(vec![1, 1], &[2]), &src, Scalar::Float(0.5), false).unwrap();
-        assert_eq!(r.to_vec::<f64>(), vec![0.0, 0.0, 2.0, 3.0, 0.0, 0.0]);
+        assert_eq!(r.to_vec::<f64>().unwrap(), vec![0.0, 0.0, 2.0, 3.0, 0.0, 0.0]);
     }
 
     #[test]
@@ -573,7 +569,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let shape = x.shape().to_vec();
     rec.finish("GatherBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
-        Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(1), g, false)?)])
+        Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype())?, dim, ctx.saved(1), g, false)?)])
     }))?;
     Ok(out)
 }
@@ -643,7 +639,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let shape = x.shape().to_vec();
     rec.finish("IndexSelectBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
-        Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype()), dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
+        Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype())?, dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
     }))?;
     Ok(out)
 }
@@ -733,7 +729,7 @@ mod grad_tests {
         index_add(&y, 0, &ix(vec![2, 2], &[2]), &src, Scalar::Float(2.0), true).unwrap();
         assert_eq!(y.version(), v0 + 1);
         assert_eq!(node_name(&y), "IndexAddBackward0");
-        assert_eq!(y.to_vec::<f64>(), vec![1., 2., 63.]);
+        assert_eq!(y.to_vec::<f64>().unwrap(), vec![1., 2., 63.]);
         backward(&y, Some(vals(vec![1., 2., 3.], &[3])));
         assert_eq!(grad(&x), vec![1., 2., 3.]);
         assert_eq!(grad(&src), vec![6., 6.]);

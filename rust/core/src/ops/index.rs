@@ -66,7 +66,7 @@ pub fn get_item_raw(x: &Tensor, key: &Key) -> Result<Indexed> {
         Key::Single(TensorIndex::Ellipsis) => Ok(Indexed::View(x.view_as_layout(x.layout.clone()))),
         Key::Single(TensorIndex::Bool(b)) => {
             let v = x.view_as_layout(x.layout.unsqueeze(0)?);
-            Ok(Indexed::Copy(advanced::index_raw(&v, &[Some(bool_index(*b))])?))
+            Ok(Indexed::Copy(advanced::index_raw(&v, &[Some(bool_index(*b)?)])?))
         }
         Key::Single(item) => get_item_raw(x, &Key::Tuple(vec![item.clone()])),
         Key::Tuple(items) => {
@@ -158,7 +158,7 @@ fn apply_slicing(x: &Tensor, items: &[TensorIndex]) -> Result<(Layout, Vec<Optio
             TensorIndex::Bool(b) => {
                 layout = layout.unsqueeze(dim as i64)?;
                 steps.push(Step::Unsqueeze(dim));
-                record(bool_index(*b), &mut recorded, &mut dim);
+                record(bool_index(*b)?, &mut recorded, &mut dim);
             }
             TensorIndex::Tensor(t) if t.ndim() == 0 && t.dtype().is_integral(true) => {
                 // A 0-d integer tensor selects (a view); a 0-d bool acts like a Python bool.
@@ -166,7 +166,7 @@ fn apply_slicing(x: &Tensor, items: &[TensorIndex]) -> Result<(Layout, Vec<Optio
                 if t.dtype() == DType::Bool {
                     layout = layout.unsqueeze(dim as i64)?;
                     steps.push(Step::Unsqueeze(dim));
-                    record(bool_index(v.to_bool()), &mut recorded, &mut dim);
+                    record(bool_index(v.to_bool())?, &mut recorded, &mut dim);
                 } else {
                     layout = select(&layout, dim, v.to_i64(), real_dim)?;
                     steps.push(Step::Select(dim, v.to_i64()));
@@ -199,7 +199,7 @@ fn trim(indices: &[Option<Tensor>]) -> &[Option<Tensor>] {
 }
 
 /// A Python bool as an index: `True` is `[0]` on a new size-1 dim, `False` is `[]`.
-fn bool_index(b: bool) -> Tensor {
+fn bool_index(b: bool) -> crate::error::Result<Tensor> {
     if b {
         Tensor::zeros(&[1], DType::Int64)
     } else {
@@ -342,7 +342,7 @@ fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
 /// A Python number converted for `x[key] = number` (torch's `valueToTensor`): a 0-d tensor of
 /// x's dtype; values the dtype cannot hold are an error, as torch's checked conversion.
 pub fn value_tensor(value: Scalar, dtype: DType) -> Result<Tensor> {
-    Ok(Tensor::scalar(checked_convert(value, dtype)?, dtype))
+    Ok(Tensor::scalar(checked_convert(value, dtype)?, dtype)?)
 }
 
 /// torch's `checked_convert`: integers must fit, floats must be finite and in range for
@@ -419,7 +419,7 @@ mod tests {
             get_item_raw(&y, &key(0)).unwrap_err().to_string(),
             "Dimension out of range (expected to be in range of [-3, 2], but got 6)"
         );
-        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
+        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32).unwrap();
         let e = get_item_raw(&s, &Key::Single(TensorIndex::Int(1))).unwrap_err();
         assert_eq!(e.to_string(), "index 1 is out of bounds for dimension 0 with size 0");
     }
@@ -440,7 +440,7 @@ mod tests {
         let v = value_tensor(Scalar::Float(7.0), DType::Float32).unwrap();
         set_item_raw(&x, &Key::Single(TensorIndex::Int(1)), &v).unwrap();
         assert_eq!(x.version(), 1);
-        assert_eq!(x.to_vec::<f32>()[4..8], [7.0; 4]);
+        assert_eq!(x.to_vec::<f32>().unwrap()[4..8], [7.0; 4]);
         set_item_raw(&x, &Key::Single(TensorIndex::Bool(false)), &v).unwrap();
         assert_eq!(x.version(), 1);
     }
@@ -530,7 +530,7 @@ pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
         Key::Single(TensorIndex::Ellipsis) => Ok(Indexed::View(views::alias(x)?)),
         Key::Single(TensorIndex::Bool(b)) => {
             let v = basic_view(x, x.layout.unsqueeze(0)?, vec![Step::Unsqueeze(0)])?;
-            Ok(Indexed::Copy(advanced::index(&v, &[Some(bool_index(*b))])?))
+            Ok(Indexed::Copy(advanced::index(&v, &[Some(bool_index(*b)?)])?))
         }
         Key::Single(item) => get_item(x, &Key::Tuple(vec![item.clone()])),
         Key::Tuple(items) => {
@@ -672,7 +672,7 @@ fn fill_with_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
     rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
         let g = ctx.grad();
         let gv = if ctx.needs(1) { Some(crate::ops::reduce::sum(g, None, false, None)?) } else { None };
-        Ok(vec![ctx.needs(0).then(|| Tensor::zeros(g.shape(), g.dtype())), gv])
+        Ok(vec![ctx.needs(0).then(|| Tensor::zeros(g.shape(), g.dtype())).transpose()?, gv])
     }))
 }
 
@@ -734,9 +734,9 @@ mod grad_tests {
             (Key::Single(TensorIndex::Int(0)), t.clone(), "torch::autograd::CopySlices"),
             (Key::Single(sl(0, 5)), t.clone(), "torch::autograd::CopyBackwards"),
             (Key::Single(sl(-2, i64::MAX)), t.clone(), "torch::autograd::CopySlices"),
-            (Key::Single(TensorIndex::Ellipsis), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64), "FillBackward3"),
-            (Key::Tuple(vec![sl(0, i64::MAX), TensorIndex::Tensor(Tensor::from_vec(vec![0i64], &[1]).unwrap())]), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64), "IndexPutBackward0"),
-            (Key::Tuple(vec![sl(1, 2), TensorIndex::Tensor(Tensor::from_vec(vec![0i64], &[1]).unwrap())]), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64), "torch::autograd::CopySlices"),
+            (Key::Single(TensorIndex::Ellipsis), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64).unwrap(), "FillBackward3"),
+            (Key::Tuple(vec![sl(0, i64::MAX), TensorIndex::Tensor(Tensor::from_vec(vec![0i64], &[1]).unwrap())]), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64).unwrap(), "IndexPutBackward0"),
+            (Key::Tuple(vec![sl(1, 2), TensorIndex::Tensor(Tensor::from_vec(vec![0i64], &[1]).unwrap())]), Tensor::scalar(crate::Scalar::Float(1.0), DType::Float64).unwrap(), "torch::autograd::CopySlices"),
         ];
         for (key, value, name) in cases {
             let x = crate::ops::copy::clone(&x0).unwrap();
@@ -748,7 +748,7 @@ mod grad_tests {
         // x[0] = t: row 0 of x gets no gradient, t gets row 0's.
         let x = crate::ops::copy::clone(&x0).unwrap();
         set_item(&x, &Key::Single(TensorIndex::Int(0)), &t).unwrap();
-        assert_eq!(x.to_vec::<f64>(), vec![7., 8., 9., 4., 5., 6.]);
+        assert_eq!(x.to_vec::<f64>().unwrap(), vec![7., 8., 9., 4., 5., 6.]);
         backward(&x, Some(vals(vec![1., 2., 3., 4., 5., 6.], &[2, 3])));
         assert_eq!(grad(&x0), vec![0., 0., 0., 4., 5., 6.]);
         assert_eq!(grad(&t), vec![1., 2., 3.]);

@@ -84,7 +84,7 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     let dtype = ts.iter().map(|t| t.dtype()).reduce(promote_types).unwrap_or(DType::Float32);
     let (Some(dim), Some(first)) = (dim, ts.iter().find(|t| !is_legacy_empty(t))) else {
         // Only legacy-empty inputs: the result is one of them, promoted.
-        return Ok(Tensor::empty(&[0], dtype));
+        return Ok(Tensor::empty(&[0], dtype)?);
     };
     let mut size_at_dim = 0;
     for (i, t) in ts.iter().enumerate() {
@@ -115,9 +115,9 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     shape[dim] = size_at_dim;
     let out = if output_is_channels_last(ts) {
         let strides = channels_last_strides(&shape);
-        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype)
+        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype)?
     } else {
-        Tensor::empty(&shape, dtype)
+        Tensor::empty(&shape, dtype)?
     };
     let mut at = 0;
     for t in ts.iter().filter(|t| !is_legacy_empty(t)) {
@@ -171,12 +171,12 @@ mod tests {
     #[test]
     fn cat_promotes_and_skips_legacy_empty() {
         let a = ar(6, &[2, 3]);
-        let b = Tensor::full(&[1, 3], Scalar::Int(7), DType::Float64);
-        let e = Tensor::empty(&[0], DType::Int64);
+        let b = Tensor::full(&[1, 3], Scalar::Int(7), DType::Float64).unwrap();
+        let e = Tensor::empty(&[0], DType::Int64).unwrap();
         let r = cat_raw(&[a, e, b], 0).unwrap();
         assert_eq!(r.dtype(), DType::Float64);
         assert_eq!(r.shape(), &[3, 3]);
-        assert_eq!(r.to_vec::<f64>(), vec![0., 1., 2., 3., 4., 5., 7., 7., 7.]);
+        assert_eq!(r.to_vec::<f64>().unwrap(), vec![0., 1., 2., 3., 4., 5., 7., 7., 7.]);
     }
 
     #[test]
@@ -187,7 +187,7 @@ mod tests {
             cat_raw(&[a.clone(), b], 0).unwrap_err().to_string(),
             "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list."
         );
-        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32);
+        let s = Tensor::scalar(Scalar::Float(1.0), DType::Float32).unwrap();
         assert_eq!(cat_raw(&[a, s], 0).unwrap_err().to_string(), "zero-dimensional tensor (at position 1) cannot be concatenated");
         assert!(matches!(cat_raw(&[], 0), Err(Error::Value(_))));
     }
@@ -207,7 +207,7 @@ mod tests {
         let a = ar(6, &[2, 3]);
         let r = stack_raw(&[a.clone(), a.clone()], 1).unwrap();
         assert_eq!(r.shape(), &[2, 2, 3]);
-        assert_eq!(r.to_vec::<f32>()[..6], [0., 1., 2., 0., 1., 2.]);
+        assert_eq!(r.to_vec::<f32>().unwrap()[..6], [0., 1., 2., 0., 1., 2.]);
         let r = stack_raw(&[a.clone(), a], 2).unwrap();
         assert_eq!(r.shape(), &[2, 3, 2]);
         assert_eq!(r.strides(), &[6, 2, 1]);
@@ -243,7 +243,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
         let mut grads = Vec::with_capacity(metas.len());
         for (i, (shape, dtype)) in metas.iter().enumerate() {
             if shape.as_slice() == [0] {
-                grads.push(ctx.needs(i).then(|| Tensor::zeros(&[0], *dtype)));
+                grads.push(ctx.needs(i).then(|| Tensor::zeros(&[0], *dtype)).transpose()?);
                 continue;
             }
             let d = d.expect("a non-empty input fixes the dim");
@@ -303,7 +303,7 @@ mod grad_tests {
     #[test]
     fn cat_casts_back_and_skips_legacy_empty() {
         let a = leaf(vec![1., 2.], &[2]);
-        let e = Tensor::empty(&[0], DType::Int64);
+        let e = Tensor::empty(&[0], DType::Int64).unwrap();
         let f = Tensor::from_vec(vec![7.0f32], &[1]).unwrap();
         f.set_requires_grad(true, crate::autograd::meta::RequiresGradEntry::Factory).unwrap();
         let out = cat(&[a.clone(), e, f.clone()], 0).unwrap();
@@ -311,7 +311,7 @@ mod grad_tests {
         backward(&out, Some(vals(vec![1., 2., 3.], &[3])));
         assert_eq!(grad(&a), vec![1., 2.]);
         let gf = f.grad().unwrap();
-        assert_eq!((gf.dtype(), gf.to_vec::<f32>()), (DType::Float32, vec![3.0]));
+        assert_eq!((gf.dtype(), gf.to_vec::<f32>().unwrap()), (DType::Float32, vec![3.0]));
     }
 
     #[test]

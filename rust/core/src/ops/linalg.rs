@@ -51,12 +51,12 @@ impl<'a> Operand<'a> {
 fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a: &Operand, b: &Operand, dtype: DType) -> Result<Tensor> {
     let count: usize = batch.iter().product();
     if count * m * n == 0 {
-        return Ok(Tensor::empty(out_shape, dtype));
+        return Ok(Tensor::empty(out_shape, dtype)?);
     }
     if k == 0 {
-        return Ok(Tensor::zeros(out_shape, dtype));
+        return Ok(Tensor::zeros(out_shape, dtype)?);
     }
-    let out = Tensor::empty(out_shape, dtype);
+    let out = Tensor::empty(out_shape, dtype)?;
     // Offsets of each batch entry, walking the batch shape in row-major order.
     let mut offsets = Vec::with_capacity(count);
     let mut idx = vec![0usize; batch.len()];
@@ -294,7 +294,7 @@ fn folded(t1: &Tensor, t2: &Tensor) -> Result<Tensor> {
         out_shape.push(small.shape()[1]);
         let out = reshaped(mm_raw(&folded, &small)?, &out_shape);
         // Only reachable with autograd (should_fold refuses 2-D @ ≥3-D otherwise).
-        return Ok(if transpose { crate::ops::copy::contiguous_copy(&mt(&out)?, out.dtype()) } else { out });
+        return Ok(if transpose { crate::ops::copy::contiguous_copy(&mt(&out)?, out.dtype())? } else { out });
     }
     Ok(reshaped(mv_raw(&folded, &small)?, &out_shape))
 }
@@ -358,7 +358,7 @@ mod tests {
         let at = views::t_raw(&a).unwrap(); // 3x2, strides (1, 3)
         let r = mm_raw(&at, &a).unwrap(); // (3x2)(2x3)
         assert_eq!(r.shape(), &[3, 3]);
-        assert_eq!(r.to_vec::<f32>(), vec![17., 22., 27., 22., 29., 36., 27., 36., 45.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![17., 22., 27., 22., 29., 36., 27., 36., 45.]);
         assert!(r.is_contiguous());
     }
 
@@ -368,7 +368,7 @@ mod tests {
         let v = t(vec![1., 0., -1., 2.], &[4]);
         let r = matmul_raw(&a, &v).unwrap();
         assert_eq!(r.shape(), &[2, 3]);
-        assert_eq!(r.to_vec::<f32>(), vec![4., 12., 20., 28., 36., 44.]);
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![4., 12., 20., 28., 36., 44.]);
         // [2,1,3,4] @ [5,4,1] broadcasts to [2,5,3,1]
         let a4 = views::reshape_raw(&a, &[2, 1, 3, 4]).unwrap();
         let b = t((0..20).map(|v| v as f32).collect(), &[5, 4, 1]);
@@ -376,23 +376,23 @@ mod tests {
         assert_eq!(r.shape(), &[2, 5, 3, 1]);
         // entry (1, 2, 0, 0) = row a[1,0,:] . b[2,:,0]
         let want: f32 = (0..4).map(|p| (12 + p) as f32 * (8 + p) as f32).sum();
-        assert_eq!(r.to_vec::<f32>()[(5 + 2) * 3], want);
-        assert_eq!(dot_raw(&v, &v).unwrap().to_vec::<f32>(), vec![6.]);
+        assert_eq!(r.to_vec::<f32>().unwrap()[(5 + 2) * 3], want);
+        assert_eq!(dot_raw(&v, &v).unwrap().to_vec::<f32>().unwrap(), vec![6.]);
     }
 
     #[test]
     fn errors_and_empty_products() {
-        let a = Tensor::zeros(&[2, 3], DType::Float32);
-        let b = Tensor::zeros(&[4, 5], DType::Float32);
+        let a = Tensor::zeros(&[2, 3], DType::Float32).unwrap();
+        let b = Tensor::zeros(&[4, 5], DType::Float32).unwrap();
         assert_eq!(mm_raw(&a, &b).unwrap_err().to_string(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
-        let d = Tensor::zeros(&[3, 5], DType::Float64);
+        let d = Tensor::zeros(&[3, 5], DType::Float64).unwrap();
         assert_eq!(mm_raw(&a, &d).unwrap_err().to_string(), "expected m1 and m2 to have the same dtype, but got: float != double");
-        let e1 = Tensor::full(&[2, 0], crate::Scalar::Float(1.0), DType::Float32);
-        let e2 = Tensor::full(&[0, 3], crate::Scalar::Float(1.0), DType::Float32);
-        assert_eq!(mm_raw(&e1, &e2).unwrap().to_vec::<f32>(), vec![0.0; 6]);
-        let bools = Tensor::zeros(&[2, 2], DType::Bool);
+        let e1 = Tensor::full(&[2, 0], crate::Scalar::Float(1.0), DType::Float32).unwrap();
+        let e2 = Tensor::full(&[0, 3], crate::Scalar::Float(1.0), DType::Float32).unwrap();
+        assert_eq!(mm_raw(&e1, &e2).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 6]);
+        let bools = Tensor::zeros(&[2, 2], DType::Bool).unwrap();
         assert!(matches!(mm_raw(&bools, &bools), Err(Error::NotImplemented(_))));
-        let s = Tensor::scalar(crate::Scalar::Float(1.0), DType::Float32);
+        let s = Tensor::scalar(crate::Scalar::Float(1.0), DType::Float32).unwrap();
         assert!(matmul_raw(&s, &a).is_err());
     }
 
@@ -401,7 +401,7 @@ mod tests {
         let a = Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap();
         let e = views::expand_raw(&views::unsqueeze_raw(&a, 0).unwrap(), &[2, 3]).unwrap(); // stride 0 rows
         let b = Tensor::from_vec(vec![1i64, 0, 0, 1, 1, 1], &[3, 2]).unwrap();
-        assert_eq!(mm_raw(&e, &b).unwrap().to_vec::<i64>(), vec![4, 5, 4, 5]);
+        assert_eq!(mm_raw(&e, &b).unwrap().to_vec::<i64>().unwrap(), vec![4, 5, 4, 5]);
     }
 }
 
@@ -696,9 +696,9 @@ mod grad_tests {
             let (a, b) = (rand_leaf(sa, 2 * i as u64), rand_leaf(sb, 2 * i as u64 + 1));
             let out = matmul(&a, &b).unwrap();
             assert_eq!(node_name(&out), name, "{:?} @ {:?}", sa, sb);
-            let plain = matmul_raw(&vals(a.to_vec(), sa), &vals(b.to_vec(), sb)).unwrap();
+            let plain = matmul_raw(&vals(a.to_vec().unwrap(), sa), &vals(b.to_vec().unwrap(), sb)).unwrap();
             assert_eq!(out.shape(), plain.shape(), "{:?} @ {:?}", sa, sb);
-            assert!(close(&out.to_vec::<f64>(), &plain.to_vec::<f64>()), "{:?} @ {:?}", sa, sb);
+            assert!(close(&out.to_vec::<f64>().unwrap(), &plain.to_vec::<f64>().unwrap()), "{:?} @ {:?}", sa, sb);
             gradcheck(&format!("matmul {:?} @ {:?}", sa, sb), f, &[a, b], true);
         }
         gradcheck("bmm", &|t| bmm(&t[0], &t[1]), &[rand_leaf(&[2, 3, 4], 50), rand_leaf(&[2, 4, 2], 51)], true);

@@ -53,7 +53,7 @@ fn apply_reduction(t: &Tensor, r: Reduction) -> Result<Tensor> {
 }
 
 /// Reduces f64 element losses in order: the output tensor of `dtype`.
-fn reduce_values(v: Vec<f64>, shape: &[usize], r: Reduction, dtype: DType) -> Tensor {
+fn reduce_values(v: Vec<f64>, shape: &[usize], r: Reduction, dtype: DType) -> Result<Tensor> {
     match r {
         Reduction::None => from_f64s(v, shape, dtype),
         Reduction::Sum => from_f64s(vec![v.iter().sum()], &[], dtype),
@@ -98,7 +98,7 @@ fn scalar_node(t: &Tensor, v: f64, div: bool) -> Result<Tensor> {
     let name = if div { "DivBackward1" } else { "MulBackward1" };
     rec.finish(name, &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
-        let c = Tensor::scalar(Scalar::Float(v), g.dtype());
+        let c = Tensor::scalar(Scalar::Float(v), g.dtype())?;
         Ok(vec![Some(if div { fm::div(g, &c)? } else { fm::mul(g, &c)? })])
     }))?;
     Ok(out)
@@ -111,8 +111,8 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     let (x, t) = broadcast_pair(x, t)?;
     let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
     let dt = d.dtype();
-    let sq: Vec<f64> = f64s(&d).iter().map(|v| v * v).collect();
-    let out = reduce_values(sq, d.shape(), r, dt);
+    let sq: Vec<f64> = f64s(&d)?.iter().map(|v| v * v).collect();
+    let out = reduce_values(sq, d.shape(), r, dt)?;
     let Some(mut rec) = Recorder::new(&[Some(&x), Some(&t)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", &x)?;
@@ -158,9 +158,9 @@ fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index
             return Err(Error::Runtime(format!("expected scalar type {} but found {}", x.dtype().scalar_type_name(), w.dtype().scalar_type_name())));
         }
     }
-    let xs = f64s(x);
-    let ts = target.to_vec::<i64>();
-    let ws = weight.map(f64s);
+    let xs = f64s(x)?;
+    let ts = target.to_vec::<i64>()?;
+    let ws = weight.map(f64s).transpose()?;
     let mut losses = Vec::with_capacity(sh.n * sh.s);
     let mut total = 0.0;
     for i in 0..sh.n {
@@ -182,10 +182,10 @@ fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index
 }
 
 /// The coefficient tensor of the input gradient: `-w[t] / scale` at each target position.
-fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType) -> Tensor {
-    let ts = target.to_vec::<i64>();
-    let ws = weight.map(f64s);
-    let mut coef = vec![0.0f64; sh.n * sh.c * sh.s];
+fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType) -> Result<Tensor> {
+    let ts = target.to_vec::<i64>()?;
+    let ws = weight.map(f64s).transpose()?;
+    let mut coef = crate::alloc::try_vec(sh.n * sh.c * sh.s, 0.0f64)?;
     for i in 0..sh.n {
         for j in 0..sh.s {
             let cls = ts[i * sh.s + j];
@@ -202,12 +202,12 @@ fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64,
 fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64, sh: NllShape) -> Result<Tensor> {
     let (losses, total) = nll_values(x, target, weight, ignore_index, &sh)?;
     let out = match r {
-        Reduction::None => from_f64s(losses, &sh.out_shape, x.dtype()),
-        Reduction::Sum => from_f64s(vec![losses.iter().sum()], &[], x.dtype()),
-        Reduction::Mean => from_f64s(vec![losses.iter().sum::<f64>() / total], &[], x.dtype()),
+        Reduction::None => from_f64s(losses, &sh.out_shape, x.dtype())?,
+        Reduction::Sum => from_f64s(vec![losses.iter().sum()], &[], x.dtype())?,
+        Reduction::Mean => from_f64s(vec![losses.iter().sum::<f64>() / total], &[], x.dtype())?,
     };
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
-    let total_weight = from_f64s(vec![total], &[], x.dtype());
+    let total_weight = from_f64s(vec![total], &[], x.dtype())?;
     rec.value("ignore_index", ignore_index);
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -223,7 +223,7 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
         let target = ctx.saved(1);
         let w = has_w.then(|| ctx.saved(3));
         let scale = if r == Reduction::Mean { ctx.saved(2).item()?.to_f64() } else { 1.0 };
-        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype());
+        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype())?;
         let coef = views::view_raw(&coef, &in_shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
         // A per-sample gradient (reduction none) broadcasts over the class dim.
         let g = if r == Reduction::None && in_shape.len() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
@@ -304,7 +304,7 @@ pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reducti
                 return Err(Error::Runtime(format!("Expected target size {}, got {}", fmt_shape(&out_size), fmt_shape(target.shape()))));
             }
             let xc = crate::ops::copy::contiguous(x)?;
-            let tc = crate::ops::copy::contiguous_raw(target);
+            let tc = crate::ops::copy::contiguous_raw(target)?;
             let (xv, tv) = if x.numel() > 0 {
                 (views::view(&xc, &[n as i64, c as i64, 1, -1])?, views::view_raw(&tc, &[n as i64, 1, -1])?)
             } else {
@@ -362,7 +362,7 @@ pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
                     let picked = crate::ops::mask::masked_select_raw(target, &kept)?;
                     reduce::sum_raw(&crate::ops::gather::index_select_raw(w, 0, &picked)?, None, false, None)?
                 }
-                None => crate::ops::copy::to_dtype_raw(&reduce::sum_raw(&kept, None, false, None)?, x.dtype()),
+                None => crate::ops::copy::to_dtype_raw(&reduce::sum_raw(&kept, None, false, None)?, x.dtype())?,
             };
             fm::div(&reduce::sum(&smooth, None, false, None)?, &denom)?
         }
@@ -464,15 +464,15 @@ pub fn binary_cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>
     }
     let weight = weight.map(|w| expand_weight(w, target.shape())).transpose()?;
     check_float_target(x, target)?;
-    let xs = f64s(x);
-    let ts = f64s(target);
+    let xs = f64s(x)?;
+    let ts = f64s(target)?;
     if xs.iter().any(|v| !(0.0..=1.0).contains(v)) {
         return Err(Error::Runtime("all elements of input should be between 0 and 1".into()));
     }
     if ts.iter().any(|v| !(0.0..=1.0).contains(v)) {
         return Err(Error::Runtime("all elements of target should be between 0 and 1".into()));
     }
-    let ws = weight.as_ref().map(f64s);
+    let ws = weight.as_ref().map(f64s).transpose()?;
     let losses: Vec<f64> = xs
         .iter()
         .zip(&ts)
@@ -482,7 +482,7 @@ pub fn binary_cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>
             l * ws.as_ref().map_or(1.0, |w| w[i])
         })
         .collect();
-    let out = reduce_values(losses, x.shape(), r, x.dtype());
+    let out = reduce_values(losses, x.shape(), r, x.dtype())?;
     let Some(mut rec) = Recorder::new(&[Some(x), Some(target)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -550,7 +550,7 @@ pub fn binary_cross_entropy_with_logits(x: &Tensor, target: &Tensor, weight: Opt
         shape = broadcast_shapes(&shape, w.shape())?;
     }
     let dtype = crate::dtype::promote_types(x.dtype(), target.dtype());
-    let at = |t: &Tensor| -> Result<Vec<f64>> { Ok(f64s(&views::expand_raw(t, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)) };
+    let at = |t: &Tensor| -> Result<Vec<f64>> { Ok(f64s(&views::expand_raw(t, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?)?) };
     let (xs, ts) = (at(x)?, at(target)?);
     let ws = weight.map(at).transpose()?;
     let pws = pos_weight.map(at).transpose()?;
@@ -563,7 +563,7 @@ pub fn binary_cross_entropy_with_logits(x: &Tensor, target: &Tensor, weight: Opt
             l * ws.as_ref().map_or(1.0, |w| w[i])
         })
         .collect();
-    let out = reduce_values(losses, &shape, r, dtype);
+    let out = reduce_values(losses, &shape, r, dtype)?;
     let Some(mut rec) = Recorder::new(&[Some(x), Some(target)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -633,7 +633,7 @@ mod tests {
             gradcheck("ce probs", &|t| cross_entropy(&t[0], &t[1], None, r, -100, 0.1), &[rand_leaf(&[4, 3], 6), rand_leaf(&[4, 3], 7)], true);
             let p = || vals(vec![0.1, 0.5, 0.9, 0.3, 0.7, 0.2], &[2, 3]);
             let bw = vals(vec![1.0, 2.0, 0.5], &[3]);
-            let leafed = |v: Tensor| leaf(v.to_vec::<f64>(), v.shape());
+            let leafed = |v: Tensor| leaf(v.to_vec::<f64>().unwrap(), v.shape());
             gradcheck("bce", &|t| binary_cross_entropy(&t[0], &t[1], Some(&bw), r), &[leafed(p()), leafed(vals(vec![0.2, 0.4, 0.6, 0.8, 0.5, 0.3], &[2, 3]))], true);
             let pw = vals(vec![3.0, 0.5, 1.0], &[3]);
             gradcheck("bce logits", &|t| binary_cross_entropy_with_logits(&t[0], &t[1], Some(&bw), Some(&pw), r), &[rand_leaf(&[2, 3], 8), leafed(p())], true);
@@ -644,15 +644,15 @@ mod tests {
     fn values_and_errors() {
         let x = vals(vec![-1.0, -2.0, -3.0, -4.0], &[2, 2]);
         let t = idx(vec![1, 0], &[2]);
-        assert_eq!(nll_loss(&x, &t, None, Reduction::Mean, -100).unwrap().to_vec::<f64>(), vec![2.5]);
+        assert_eq!(nll_loss(&x, &t, None, Reduction::Mean, -100).unwrap().to_vec::<f64>().unwrap(), vec![2.5]);
         assert_eq!(nll_loss(&x, &idx(vec![2, 0], &[2]), None, Reduction::Sum, -100).unwrap_err().to_string(), "Target 2 is out of bounds.");
-        assert!(nll_loss(&x, &idx(vec![-100, -100], &[2]), None, Reduction::Mean, -100).unwrap().to_vec::<f64>()[0].is_nan());
+        assert!(nll_loss(&x, &idx(vec![-100, -100], &[2]), None, Reduction::Mean, -100).unwrap().to_vec::<f64>().unwrap()[0].is_nan());
         assert_eq!(Reduction::parse("avg").unwrap_err(), Error::Value("avg is not a valid value for reduction".into()));
         let p = vals(vec![0.0, 1.0], &[2]);
         let out = binary_cross_entropy(&p, &vals(vec![1.0, 0.0], &[2]), None, Reduction::Mean).unwrap();
-        assert_eq!(out.to_vec::<f64>(), vec![100.0], "logs clamp at -100");
+        assert_eq!(out.to_vec::<f64>().unwrap(), vec![100.0], "logs clamp at -100");
         let big = vals(vec![1000.0, -1000.0], &[2]);
         let l = binary_cross_entropy_with_logits(&big, &vals(vec![1.0, 0.0], &[2]), None, None, Reduction::Sum).unwrap();
-        assert_eq!(l.to_vec::<f64>(), vec![0.0]);
+        assert_eq!(l.to_vec::<f64>().unwrap(), vec![0.0]);
     }
 }

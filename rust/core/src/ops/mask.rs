@@ -11,19 +11,23 @@ use crate::tensor::Tensor;
 
 /// `x.nonzero()`: an `(n, ndim)` int64 tensor of the coordinates of nonzero elements, in
 /// row-major order. Laid out column-major (strides `(1, n)`), exactly as torch's CPU kernel.
-pub fn nonzero(x: &Tensor) -> Tensor {
-    let c = contiguous_raw(x);
+pub fn nonzero(x: &Tensor) -> crate::error::Result<Tensor> {
+    let c = contiguous_raw(x)?;
     let numel = c.numel();
-    let (n, coords) = crate::dispatch!(c.dtype(), T => {
+    let k = x.ndim();
+    let (n, t) = crate::dispatch!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
         let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
-        k::nonzero(data, c.shape())
+        let n = k::count_nonzero(data);
+        let t = Tensor::empty(&[k * n], DType::Int64)?;
+        // SAFETY: t is fresh and contiguous with k * n int64 elements; nobody else sees it.
+        let out = unsafe { std::slice::from_raw_parts_mut(t.data_ptr::<i64>(), k * n) };
+        k::nonzero(data, c.shape(), n, out);
+        (n, t)
     });
-    let k = x.ndim();
-    // Contiguous (k, n) memory seen as its transpose; from_vec cannot fail on a matching length.
-    let t = Tensor::from_vec(coords, &[k * n]).unwrap_or_else(|_| Tensor::empty(&[0], DType::Int64));
+    // Contiguous (k, n) memory seen as its transpose.
     let layout = Layout { shape: vec![n, k], strides: vec![1, n as isize], offset: 0 };
-    Tensor { layout, ..t }
+    Ok(Tensor { layout, ..t })
 }
 
 /// The columns of `nonzero(x)` (torch's `nonzero(as_tuple=True)`), as layouts of that tensor.
@@ -39,8 +43,8 @@ pub fn masked_select_raw(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     }
     let shape = broadcast_shapes(mask.shape(), x.shape())?;
     let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-    let m = contiguous_raw(&mask.view_as_layout(mask.layout.expand(&sizes)?));
-    let v = contiguous_raw(&x.view_as_layout(x.layout.expand(&sizes)?));
+    let m = contiguous_raw(&mask.view_as_layout(mask.layout.expand(&sizes)?))?;
+    let v = contiguous_raw(&x.view_as_layout(x.layout.expand(&sizes)?))?;
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
@@ -60,16 +64,16 @@ mod tests {
     #[test]
     fn nonzero_layout_is_torchs() {
         let x = Tensor::from_vec(vec![0f32, 1., 0., 2., 0., 3.], &[2, 3]).unwrap();
-        let nz = nonzero(&x);
+        let nz = nonzero(&x).unwrap();
         assert_eq!((nz.shape(), nz.strides()), (&[3usize, 2][..], &[1isize, 3][..]));
-        assert_eq!(nz.to_vec::<i64>(), vec![0, 1, 1, 0, 1, 2]);
+        assert_eq!(nz.to_vec::<i64>().unwrap(), vec![0, 1, 1, 0, 1, 2]);
     }
 
     #[test]
     fn masked_select_broadcasts() {
         let x = Tensor::from_vec(vec![1f32, 2., 3.], &[3]).unwrap();
         let m = Tensor::from_vec(vec![true, false, true, false, false, true], &[2, 3]).unwrap();
-        assert_eq!(masked_select_raw(&x, &m).unwrap().to_vec::<f32>(), vec![1., 3., 3.]);
+        assert_eq!(masked_select_raw(&x, &m).unwrap().to_vec::<f32>().unwrap(), vec![1., 3., 3.]);
     }
 }
 
@@ -90,7 +94,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let shape = broadcast_shapes(mask.shape(), &x_shape)?;
         let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let full_mask = mask.view_as_layout(mask.layout.expand(&sizes)?);
-        let zeros = crate::autograd::formulas::zeros(&shape, g.dtype());
+        let zeros = crate::autograd::formulas::zeros(&shape, g.dtype())?;
         let filled = crate::ops::advanced::index_put(&zeros, &[Some(full_mask)], g, false)?;
         Ok(vec![Some(crate::autograd::formulas::sum_to(&filled, &x_shape)?)])
     }))?;

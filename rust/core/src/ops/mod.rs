@@ -72,7 +72,7 @@ impl Arg {
     }
 
     /// The argument as a tensor of `dtype` (numbers become 0-d tensors).
-    pub fn as_tensor(&self, dtype: crate::dtype::DType) -> Tensor {
+    pub fn as_tensor(&self, dtype: crate::dtype::DType) -> crate::error::Result<Tensor> {
         match self {
             Arg::Tensor(t) => copy::cast_input(t, dtype),
             Arg::Scalar(s) => Tensor::scalar(*s, dtype),

@@ -22,13 +22,13 @@ use rayon::prelude::*;
 const PAR_MIN: usize = 1 << 15;
 
 /// A tensor's values as f64, row-major.
-pub(crate) fn f64s(t: &Tensor) -> Vec<f64> {
-    to_dtype_raw(t, DType::Float64).to_vec::<f64>()
+pub(crate) fn f64s(t: &Tensor) -> Result<Vec<f64>> {
+    to_dtype_raw(t, DType::Float64)?.to_vec::<f64>()
 }
 
 /// A row-major f64 buffer as a tensor of `dtype`.
-pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
-    let t = Tensor::from_vec(v, shape).expect("buffer matches shape");
+pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> crate::error::Result<Tensor> {
+    let t = Tensor::from_vec(v, shape)?;
     to_dtype_raw(&t, dtype)
 }
 
@@ -43,9 +43,10 @@ fn same_dtype(x: &Tensor, others: &[Option<&Tensor>]) -> Result<()> {
 /// Writes `values` into `dst` element by element, without a version bump: torch's
 /// native_batch_norm updates running statistics inside its kernel, and their `_version`
 /// stays where it was (checked against torch 2.13).
-fn store_unversioned(dst: &Tensor, values: &[f64]) {
-    let src = from_f64s(values.to_vec(), dst.shape(), dst.dtype());
+fn store_unversioned(dst: &Tensor, values: &[f64]) -> Result<()> {
+    let src = from_f64s(values.to_vec(), dst.shape(), dst.dtype())?;
     crate::ops::copy::copy_kernel(dst, &src);
+    Ok(())
 }
 
 // ----- batch_norm -----
@@ -86,7 +87,7 @@ pub fn batch_norm_raw(
     let dt = x.dtype();
     let (n, s) = (x.shape()[0], x.shape()[2..].iter().product::<usize>());
     let per_channel = n * s;
-    let xs = f64s(x);
+    let xs = f64s(x)?;
     let at = |i: usize, ch: usize, j: usize| xs[(i * c + ch) * s + j];
     let (mean, invstd, var): (Vec<f64>, Vec<f64>, Vec<f64>) = if training {
         let stats: Vec<(f64, f64)> = (0..c)
@@ -116,13 +117,13 @@ pub fn batch_norm_raw(
         let unbiased = stats.iter().map(|s| s.1 / (per_channel as f64 - 1.0)).collect();
         (mean, invstd, unbiased)
     } else {
-        let rm = f64s(running_mean.expect("checked above"));
-        let invstd = f64s(running_var.expect("checked above")).iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+        let rm = f64s(running_mean.expect("checked above"))?;
+        let invstd = f64s(running_var.expect("checked above"))?.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
         (rm, invstd, Vec::new())
     };
-    let w = weight.map(f64s);
-    let b = bias.map(f64s);
-    let mut out = vec![0.0f64; x.numel()];
+    let w = weight.map(f64s).transpose()?;
+    let b = bias.map(f64s).transpose()?;
+    let mut out = crate::alloc::try_vec(x.numel(), 0.0f64)?;
     if s > 0 {
         out.par_chunks_mut(s).with_min_len(if x.numel() < PAR_MIN { usize::MAX } else { 1 }).enumerate().for_each(|(row, dst)| {
             let ch = row % c;
@@ -136,18 +137,18 @@ pub fn batch_norm_raw(
     }
     if training && per_channel > 0 {
         if let Some(rm) = running_mean {
-            let old = f64s(rm);
+            let old = f64s(rm)?;
             let new: Vec<f64> = old.iter().zip(&mean).map(|(r, m)| (1.0 - momentum) * r + momentum * m).collect();
-            store_unversioned(rm, &new);
+            store_unversioned(rm, &new)?;
         }
         if let Some(rv) = running_var {
-            let old = f64s(rv);
+            let old = f64s(rv)?;
             let new: Vec<f64> = old.iter().zip(&var).map(|(r, v)| (1.0 - momentum) * r + momentum * v).collect();
-            store_unversioned(rv, &new);
+            store_unversioned(rv, &new)?;
         }
     }
-    let (save_mean, save_invstd) = if training { (from_f64s(mean, &[c], dt), from_f64s(invstd, &[c], dt)) } else { (Tensor::empty(&[0], dt), Tensor::empty(&[0], dt)) };
-    Ok((from_f64s(out, x.shape(), dt), save_mean, save_invstd))
+    let (save_mean, save_invstd) = if training { (from_f64s(mean, &[c], dt)?, from_f64s(invstd, &[c], dt)?) } else { (Tensor::empty(&[0], dt)?, Tensor::empty(&[0], dt)?) };
+    Ok((from_f64s(out, x.shape(), dt)?, save_mean, save_invstd))
 }
 
 /// The dims a per-channel statistic reduces over: all but dim 1.
@@ -300,10 +301,10 @@ pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Te
     let m: usize = normalized_shape.iter().product();
     let k = normalized_shape.len();
     let rows: usize = x.shape()[..x.ndim() - k].iter().product();
-    let xs = f64s(x);
-    let w = weight.map(f64s);
-    let b = bias.map(f64s);
-    let mut out = vec![0.0f64; x.numel()];
+    let xs = f64s(x)?;
+    let w = weight.map(f64s).transpose()?;
+    let b = bias.map(f64s).transpose()?;
+    let mut out = crate::alloc::try_vec(x.numel(), 0.0f64)?;
     // An empty normalized shape has no mean: NaN statistics, as torch.
     let mut stats = vec![(f64::NAN, f64::NAN); rows];
     if m > 0 {
@@ -323,9 +324,9 @@ pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Te
     let mut stat_shape = x.shape()[..x.ndim() - k].to_vec();
     stat_shape.extend(std::iter::repeat_n(1, k));
     let dt = x.dtype();
-    let mean = from_f64s(stats.iter().map(|s| s.0).collect(), &stat_shape, dt);
-    let rstd = from_f64s(stats.iter().map(|s| s.1).collect(), &stat_shape, dt);
-    Ok((from_f64s(out, x.shape(), dt), mean, rstd))
+    let mean = from_f64s(stats.iter().map(|s| s.0).collect(), &stat_shape, dt)?;
+    let rstd = from_f64s(stats.iter().map(|s| s.1).collect(), &stat_shape, dt)?;
+    Ok((from_f64s(out, x.shape(), dt)?, mean, rstd))
 }
 
 /// Differentiable `layer_norm` (NativeLayerNormBackward0: saves input, weight, bias, mean
@@ -377,12 +378,12 @@ mod tests {
         let rv = vals(vec![1., 1.], &[2]);
         let v0 = rm.version();
         let (y, m, _) = batch_norm_raw(&x, Some(&rm), Some(&rv), None, None, true, 0.1, 0.0).unwrap();
-        assert_eq!(m.to_vec::<f64>(), vec![11. / 3., 6.]);
+        assert_eq!(m.to_vec::<f64>().unwrap(), vec![11. / 3., 6.]);
         assert_eq!(rm.version(), v0, "torch does not bump running stats' versions");
-        assert!(close(&rm.to_vec::<f64>(), &[0.1 * 11. / 3., 0.6]));
+        assert!(close(&rm.to_vec::<f64>().unwrap(), &[0.1 * 11. / 3., 0.6]));
         // unbiased variance of column 1 (2, 5, 11): mean 6, squares 16+1+25 = 42, / 2 = 21
-        assert!(close(&rv.to_vec::<f64>()[1..], &[0.9 + 0.1 * 21.0]));
-        let col0: Vec<f64> = y.to_vec::<f64>().iter().step_by(2).copied().collect();
+        assert!(close(&rv.to_vec::<f64>().unwrap()[1..], &[0.9 + 0.1 * 21.0]));
+        let col0: Vec<f64> = y.to_vec::<f64>().unwrap().iter().step_by(2).copied().collect();
         assert!(col0.iter().sum::<f64>().abs() < 1e-12);
     }
 

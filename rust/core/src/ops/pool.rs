@@ -110,10 +110,10 @@ pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding:
     let p = check_pool(x, kernel, stride, padding, dilation, ceil_mode)?;
     float_only(x, "max_pool2d")?;
     let shape = out_shape(x, p.out);
-    let (out, idx) = (Tensor::empty(&shape, x.dtype()), Tensor::empty(&shape, DType::Int64));
+    let (out, idx) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
     let (h, w) = hw(x.shape());
     let g = MaxGeometry { h, w, oh: p.out[0], ow: p.out[1], kernel: p.kernel, stride: p.stride, padding: p.padding, dilation: p.dilation };
-    let xc = contiguous_raw(x);
+    let xc = contiguous_raw(x)?;
     crate::dispatch_float!(x.dtype(), T => kernel::max_forward::<T>(read(&xc), &g, fresh(&out), fresh(&idx)), _ => unreachable!("checked float"));
     Ok((out, idx))
 }
@@ -139,10 +139,10 @@ pub fn max_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i
 
 /// Raw max-pool gradient: `grad` added into zeros of `x_shape` at the argmax indices.
 pub fn max_pool2d_backward_raw(grad: &Tensor, idx: &Tensor, x_shape: &[usize]) -> Result<Tensor> {
-    let dx = Tensor::empty(x_shape, grad.dtype());
+    let dx = Tensor::empty(x_shape, grad.dtype())?;
     let (h, w) = hw(x_shape);
     let (oh, ow) = hw(grad.shape());
-    let (g, i) = (contiguous_raw(grad), contiguous_raw(idx));
+    let (g, i) = (contiguous_raw(grad)?, contiguous_raw(idx)?);
     crate::dispatch_float!(grad.dtype(), T => kernel::max_backward::<T>(read(&g), read(&i), h * w, oh * ow, fresh(&dx)), _ => unreachable!("float grad"));
     Ok(dx)
 }
@@ -181,28 +181,28 @@ fn avg_windows(x_shape: &[usize], p: &Pool2d, count_include_pad: bool, divisor_o
 
 /// The shared average-pooling step: forward (`adjoint` false, `t` is the input) or its adjoint
 /// (the gradient for an input of `x_shape`).
-fn avg_apply(t: &Tensor, x_shape: &[usize], out_hw: [usize; 2], win: &AvgWindows, adjoint: bool) -> Tensor {
+fn avg_apply(t: &Tensor, x_shape: &[usize], out_hw: [usize; 2], win: &AvgWindows, adjoint: bool) -> crate::error::Result<Tensor> {
     let (h, w) = hw(x_shape);
-    let tc = contiguous_raw(t);
+    let tc = contiguous_raw(t)?;
     if adjoint {
-        let dx = Tensor::empty(x_shape, t.dtype());
+        let dx = Tensor::empty(x_shape, t.dtype())?;
         crate::dispatch_float!(t.dtype(), T => kernel::avg_backward::<T>(read(&tc), h, w, win, fresh(&dx)), _ => unreachable!("float"));
-        dx
+        Ok(dx)
     } else {
         let mut s = x_shape.to_vec();
         let nd = s.len();
         s[nd - 2] = out_hw[0];
         s[nd - 1] = out_hw[1];
-        let out = Tensor::empty(&s, t.dtype());
+        let out = Tensor::empty(&s, t.dtype())?;
         crate::dispatch_float!(t.dtype(), T => kernel::avg_forward::<T>(read(&tc), h, w, win, fresh(&out)), _ => unreachable!("float"));
-        out
+        Ok(out)
     }
 }
 
 /// A linear pooling step recorded with its adjoint as backward: `name` for the forward
 /// direction, `back_name` for the adjoint, alternating at each order of differentiation.
 fn avg_linear(t: &Tensor, x_shape: Vec<usize>, out_hw: [usize; 2], win: std::sync::Arc<AvgWindows>, adjoint: bool, names: [&'static str; 2]) -> Result<Tensor> {
-    let out = avg_apply(t, &x_shape, out_hw, &win, adjoint);
+    let out = avg_apply(t, &x_shape, out_hw, &win, adjoint)?;
     let Some(mut rec) = Recorder::new(&[Some(t)])? else { return Ok(out) };
     if !adjoint {
         // torch's pooling nodes save their input (so modifying it in place breaks backward).

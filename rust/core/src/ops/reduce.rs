@@ -165,7 +165,7 @@ fn out_ptr<T: Element>(t: &Tensor) -> *mut T {
 pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
     let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
-    Ok(sum_prod::<false>(x, &mask, keepdim, out_dtype, false))
+    Ok(sum_prod::<false>(x, &mask, keepdim, out_dtype, false)?)
 }
 
 /// `prod()` or `prod(dim, keepdim)`, with sum's dtype rule.
@@ -173,7 +173,7 @@ pub fn prod_raw(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType
     let dims: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let mask = dim_mask(dims.as_deref(), x.ndim(), true, DimCheck::WrapAllFirst)?;
     let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
-    Ok(sum_prod::<true>(x, &mask, keepdim && dim.is_some(), out_dtype, false))
+    Ok(sum_prod::<true>(x, &mask, keepdim && dim.is_some(), out_dtype, false)?)
 }
 
 /// `mean(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
@@ -190,16 +190,16 @@ pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<D
         )));
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
-    Ok(sum_prod::<false>(x, &mask, keepdim, d, true))
+    Ok(sum_prod::<false>(x, &mask, keepdim, d, true)?)
 }
 
-fn sum_prod<const PROD: bool>(x: &Tensor, mask: &[bool], keepdim: bool, out_dtype: DType, is_mean: bool) -> Tensor {
-    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), out_dtype);
+fn sum_prod<const PROD: bool>(x: &Tensor, mask: &[bool], keepdim: bool, out_dtype: DType, is_mean: bool) -> crate::error::Result<Tensor> {
+    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), out_dtype)?;
     let div = is_mean.then(|| reduced_numel(x.shape(), mask) as f64);
     dispatch!(x.dtype(), T => dispatch!(out_dtype, D => {
         run(SumProd::<T, D, PROD>::new(out_ptr::<D>(&out), div), x, mask)
     }));
-    out
+    Ok(out)
 }
 
 // ----- amax, amin, max, min, argmax, argmin -----
@@ -229,24 +229,24 @@ pub fn amax_raw(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result
     let op = if is_max { ReduceOp::Amax } else { ReduceOp::Amin };
     zero_numel_check(x, dims, op.name())?;
     let mask = dim_mask(Some(dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
-    Ok(extreme(x, &mask, keepdim, is_max))
+    extreme(x, &mask, keepdim, is_max)
 }
 
 /// `max()` / `min()` of every element: a 0-d tensor.
 pub fn max_all_raw(x: &Tensor, is_max: bool) -> Result<Tensor> {
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     zero_numel_check(x, &[], op.name())?;
-    Ok(extreme(x, &vec![true; x.ndim()], false, is_max))
+    Ok(extreme(x, &vec![true; x.ndim()], false, is_max)?)
 }
 
-fn extreme(x: &Tensor, mask: &[bool], keepdim: bool, is_max: bool) -> Tensor {
-    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), x.dtype());
+fn extreme(x: &Tensor, mask: &[bool], keepdim: bool, is_max: bool) -> crate::error::Result<Tensor> {
+    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), x.dtype())?;
     dispatch!(x.dtype(), T => {
         let p = out_ptr::<T>(&out);
         if is_max { run(Extreme::<T, true> { out: SendPtr(p) }, x, mask) }
         else { run(Extreme::<T, false> { out: SendPtr(p) }, x, mask) }
     });
-    out
+    Ok(out)
 }
 
 /// `max(dim, keepdim)` / `min`: (values, indices) of the first extreme element (or first NaN).
@@ -256,7 +256,7 @@ pub fn max_dim_raw(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<
     zero_numel_check(x, &[w as i64], op.name())?;
     let mask = dim_mask(Some(&[dim]), x.ndim(), true, DimCheck::WrapAllFirst)?;
     let shape = reduced_shape(x.shape(), &mask, keepdim);
-    let (values, indices) = (Tensor::empty(&shape, x.dtype()), Tensor::empty(&shape, DType::Int64));
+    let (values, indices) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
     arg_extreme(x, &mask, Some(&values), &indices, is_max);
     Ok((values, indices))
 }
@@ -274,7 +274,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 return Err(Error::Index(format!("{}(): Expected reduction dim {} to have non-zero size.", op.name(), w)));
             }
             let mask = dim_mask(Some(&[d]), x.ndim(), true, DimCheck::WrapAllFirst)?;
-            let indices = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), DType::Int64);
+            let indices = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), DType::Int64)?;
             arg_extreme(x, &mask, None, &indices, is_max);
             Ok(indices)
         }
@@ -286,10 +286,10 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 )));
             }
             // The flat index counts in logical order: reduce a contiguous 1-d view.
-            let c = contiguous_raw(x);
+            let c = contiguous_raw(x)?;
             let flat = c.view_as_layout(Layout { shape: vec![c.numel()], strides: vec![1], offset: c.layout.offset });
             let shape = if keepdim { vec![1; x.ndim()] } else { vec![] };
-            let indices = Tensor::empty(&shape, DType::Int64);
+            let indices = Tensor::empty(&shape, DType::Int64)?;
             arg_extreme(&flat, &[true], None, &indices, is_max);
             Ok(indices)
         }
@@ -314,7 +314,7 @@ pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
         return Err(Error::Runtime("std and var only support floating point and complex dtypes".into()));
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype());
+    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
     let n = reduced_numel(x.shape(), &mask);
     let out_numel = out.numel();
     let per_output = x.numel().checked_div(out_numel).unwrap_or(0);
@@ -324,7 +324,7 @@ pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
         return Ok((out, warn));
     }
     dispatch_float!(x.dtype(), T => {
-        let mut means = vec![0.0f64; out_numel];
+        let mut means = crate::alloc::try_vec(out_numel, 0.0f64)?;
         run(SumProd::<T, f64, false>::new(means.as_mut_ptr(), Some(n as f64)), x, &mask);
         let divisor = (n as f64 - correction).max(0.0);
         let r = SquaredDeviation::<T> { means: &means, out: SendPtr(out_ptr::<T>(&out)), divisor, sqrt };
@@ -385,7 +385,7 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
     let out_dtype = dtype.unwrap_or(x.dtype());
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), out_dtype);
+    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), out_dtype)?;
     dispatch_float!(x.dtype(), T => dispatch_float!(out_dtype, D => {
         let p = out_ptr::<D>(&out);
         use norm_kind::*;
@@ -403,7 +403,7 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
 
 /// `logsumexp(dim, keepdim)`: integer inputs compute in the default float dtype.
 pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-    let x = if x.dtype().is_floating() { x.clone() } else { cast_input(x, DType::Float32) };
+    let x = if x.dtype().is_floating() { x.clone() } else { cast_input(x, DType::Float32)? };
     let mask = dim_mask(Some(dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
     if dims.is_empty() && x.numel() != 0 && x.ndim() > 0 && !keepdim {
         // torch adds the kept-dim maxima ([1, ..., 1]) in place into the 0-d sum and fails.
@@ -412,14 +412,14 @@ pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> 
             crate::error::fmt_shape(&vec![1; x.ndim()])
         )));
     }
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype());
+    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
     let out_numel = out.numel();
     dispatch_float!(x.dtype(), T => {
         // Shift by each output's max, except where it is infinite (torch masks those to 0).
         let shifts: Vec<f64> = if x.numel() == 0 {
-            vec![0.0; out_numel]
+            crate::alloc::try_vec(out_numel, 0.0)?
         } else {
-            let mut maxes = vec![T::zero(); out_numel];
+            let mut maxes = crate::alloc::try_vec(out_numel, T::zero())?;
             run(Extreme::<T, true> { out: SendPtr(maxes.as_mut_ptr()) }, &x, &mask);
             maxes.iter().map(|&m| if m.to_f64().is_infinite() { 0.0 } else { m.to_f64() }).collect()
         };
@@ -434,7 +434,7 @@ pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> 
 /// `all(dim, keepdim)` / `any`: bool results; dim=() reduces nothing.
 pub fn all(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {
     let mask = dim_mask(dims, x.ndim(), false, DimCheck::WrapAllFirst)?;
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), DType::Bool);
+    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), DType::Bool)?;
     let p = out_ptr::<bool>(&out);
     dispatch!(x.dtype(), T => {
         if is_all { run(AllAny::<T, true>::new(p), x, &mask) } else { run(AllAny::<T, false>::new(p), x, &mask) }
@@ -445,7 +445,7 @@ pub fn all(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Res
 /// `count_nonzero(dim=None)`: int64 counts; dim=() counts everything.
 pub fn count_nonzero(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, false), DType::Int64);
+    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, false), DType::Int64)?;
     let p = out_ptr::<i64>(&out);
     dispatch!(x.dtype(), T => run(CountNonzero::<T>::new(p), x, &mask));
     Ok(out)
@@ -458,10 +458,10 @@ pub fn count_nonzero(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
     let w = wrap_dim(dim, x.ndim())?;
     let x = match dtype {
-        Some(d) => cast_input(x, d),
+        Some(d) => cast_input(x, d)?,
         None => x.clone(),
     };
-    let out = Tensor::empty(x.shape(), x.dtype());
+    let out = Tensor::empty(x.shape(), x.dtype())?;
     if x.numel() == 0 {
         return Ok(out);
     }
@@ -474,7 +474,7 @@ pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Res
             x.dtype().scalar_type_name()
         )));
     }
-    let src = contiguous_raw(&x);
+    let src = contiguous_raw(&x)?;
     let shape = x.shape();
     let (outer, n, inner) = if shape.is_empty() {
         (1, 1, 1)
@@ -518,7 +518,7 @@ mod tests {
             mean_raw(&i, None, false, None).unwrap_err().to_string(),
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
         );
-        assert_eq!(mean_raw(&i, None, false, Some(DType::Float64)).unwrap().to_vec::<f64>(), vec![2.5]);
+        assert_eq!(mean_raw(&i, None, false, Some(DType::Float64)).unwrap().to_vec::<f64>().unwrap(), vec![2.5]);
         assert!(var_raw(&i, None, 1.0, false, false).is_err());
         assert!(argmax(&t(vec![true], &[1]), None, false, true).is_err());
     }
@@ -526,34 +526,34 @@ mod tests {
     #[test]
     fn values_along_each_dim() {
         let x = t(vec![1.0f32, 5.0, 3.0, 4.0, 2.0, 6.0], &[2, 3]);
-        assert_eq!(sum_raw(&x, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![5.0, 7.0, 9.0]);
-        assert_eq!(sum_raw(&x, Some(&[1]), false, None).unwrap().to_vec::<f32>(), vec![9.0, 12.0]);
-        assert_eq!(prod_raw(&x, Some(1), false, None).unwrap().to_vec::<f32>(), vec![15.0, 48.0]);
+        assert_eq!(sum_raw(&x, Some(&[0]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![5.0, 7.0, 9.0]);
+        assert_eq!(sum_raw(&x, Some(&[1]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![9.0, 12.0]);
+        assert_eq!(prod_raw(&x, Some(1), false, None).unwrap().to_vec::<f32>().unwrap(), vec![15.0, 48.0]);
         let (v, i) = max_dim_raw(&x, 1, false, true).unwrap();
-        assert_eq!((v.to_vec::<f32>(), i.to_vec::<i64>()), (vec![5.0, 6.0], vec![1, 2]));
-        assert_eq!(argmax(&x, None, false, false).unwrap().to_vec::<i64>(), vec![0]);
+        assert_eq!((v.to_vec::<f32>().unwrap(), i.to_vec::<i64>().unwrap()), (vec![5.0, 6.0], vec![1, 2]));
+        assert_eq!(argmax(&x, None, false, false).unwrap().to_vec::<i64>().unwrap(), vec![0]);
         let xt = crate::ops::views::transpose_raw(&x, 0, 1).unwrap();
-        assert_eq!(argmax(&xt, None, false, true).unwrap().to_vec::<i64>(), vec![5]);
+        assert_eq!(argmax(&xt, None, false, true).unwrap().to_vec::<i64>().unwrap(), vec![5]);
         let (v, _) = var_raw(&x, Some(&[1]), 1.0, false, false).unwrap();
-        assert_eq!(v.to_vec::<f32>(), vec![4.0, 4.0]);
+        assert_eq!(v.to_vec::<f32>().unwrap(), vec![4.0, 4.0]);
         let n = vector_norm_raw(&x, 1.0, None, false, None).unwrap();
-        assert_eq!(n.to_vec::<f32>(), vec![21.0]);
+        assert_eq!(n.to_vec::<f32>().unwrap(), vec![21.0]);
     }
 
     #[test]
     fn empty_and_zero_dim() {
-        let e = Tensor::zeros(&[0, 3], DType::Float32);
-        assert_eq!(sum_raw(&e, Some(&[0]), false, None).unwrap().to_vec::<f32>(), vec![0.0; 3]);
-        assert!(mean_raw(&e, None, false, None).unwrap().to_vec::<f32>()[0].is_nan());
+        let e = Tensor::zeros(&[0, 3], DType::Float32).unwrap();
+        assert_eq!(sum_raw(&e, Some(&[0]), false, None).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
+        assert!(mean_raw(&e, None, false, None).unwrap().to_vec::<f32>().unwrap()[0].is_nan());
         assert_eq!(
             max_all_raw(&e, true).unwrap_err().to_string(),
             "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );
         assert!(matches!(amax_raw(&e, &[-2], false, true).unwrap_err(), Error::Index(m) if m.contains("dim -2")));
-        let s = Tensor::scalar(crate::Scalar::Float(3.0), DType::Float32);
+        let s = Tensor::scalar(crate::Scalar::Float(3.0), DType::Float32).unwrap();
         let (v, i) = max_dim_raw(&s, -1, true, true).unwrap();
-        assert_eq!((v.shape().len(), i.to_vec::<i64>()), (0, vec![0]));
-        assert_eq!(softmax_raw(&s, 0, None, false).unwrap().to_vec::<f32>(), vec![1.0]);
+        assert_eq!((v.shape().len(), i.to_vec::<i64>().unwrap()), (0, vec![0]));
+        assert_eq!(softmax_raw(&s, 0, None, false).unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
     }
 
     #[test]
@@ -641,7 +641,7 @@ fn tensor_arg(t: &Tensor) -> OpArg {
 }
 
 /// A bool mask as 0/1 values of `dtype` (a constant of the formula).
-fn float_mask(m: &Tensor, dtype: DType) -> Tensor {
+fn float_mask(m: &Tensor, dtype: DType) -> crate::error::Result<Tensor> {
     to_dtype_raw(m, dtype)
 }
 
@@ -718,7 +718,7 @@ fn prod_backward(g: &Tensor, x: &Tensor, r: &Tensor, dim: Option<usize>, keepdim
         None => prod(&x1, None, false, None)?,
     };
     let count = sum_raw(&zero, sdims, true, None)?;
-    let s = sum(&fm::mul(x, &float_mask(&zero, x.dtype()))?, sdims, true, None)?;
+    let s = sum(&fm::mul(x, &float_mask(&zero, x.dtype())?)?, sdims, true, None)?;
     let is = |v: f64| fm::cmp_s(BinaryOp::Eq, &count, v);
     let w1 = binary::where_(&zero, &num(1.0), &tensor_arg(&s))?;
     let w2 = binary::where_(&zero, &tensor_arg(&fm::sub(&s, x)?), &num(0.0))?;
@@ -765,7 +765,7 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
         let (x, r) = (ctx.saved(0), ctx.saved(1));
         let g = unsqueeze_dims(ctx.grad(), &rd, keepdim)?;
         let r = unsqueeze_dims(r, &rd, keepdim)?;
-        let mask = float_mask(&fm::cmp(BinaryOp::Eq, x, &tensor_arg(&r))?, g.dtype());
+        let mask = float_mask(&fm::cmp(BinaryOp::Eq, x, &tensor_arg(&r))?, g.dtype())?;
         let count = sum_raw(&mask, Some(&as_i64(&rd)), true, None)?;
         Ok(vec![Some(fm::mul(&fm::div(&g, &count)?, &mask)?)])
     }))?;
@@ -788,7 +788,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
         } else {
             fm::cmp(BinaryOp::Eq, x, &tensor_arg(r))?
         };
-        let mask = float_mask(&mask, g.dtype());
+        let mask = float_mask(&mask, g.dtype())?;
         let count = sum_raw(&mask, None, false, None)?;
         Ok(vec![Some(fm::mul(&mask, &fm::div(g, &count)?)?)])
     }))?;
@@ -814,7 +814,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
             return Ok(vec![Some(g.clone())]);
         }
         let (idx, g) = if keepdim { (idx.clone(), g.clone()) } else { (views::unsqueeze_raw(idx, w as i64)?, views::unsqueeze(g, w as i64)?) };
-        let z = fm::zeros(&shape, g.dtype());
+        let z = fm::zeros(&shape, g.dtype())?;
         let src = crate::ops::gather::Source::Tensor(g);
         Ok(vec![Some(crate::ops::gather::scatter(&z, w as i64, &idx, &src, None, false)?)])
     }))?;
@@ -831,7 +831,7 @@ fn var_backward(g: &Tensor, x: &Tensor, dims: Option<&[i64]>, correction: f64, k
         if dof <= 0.0 {
             let eq = fm::cmp(BinaryOp::Eq, x, &tensor_arg(&m))?;
             let c = binary::where_raw(&eq, &num(f64::NAN), &num(f64::INFINITY))?;
-            return fm::mul(g, &float_mask(&c, x.dtype()));
+            return fm::mul(g, &float_mask(&c, x.dtype())?);
         }
         return fm::mul(&fm::mul_s(g, 2.0 / dof)?, &fm::sub(x, &m)?);
     };
@@ -886,7 +886,7 @@ fn norm_backward(g: &Tensor, x: &Tensor, r: &Tensor, ord: f64, rd: &[usize], kee
     } else if ord.is_infinite() {
         let a = unary_raw(UnaryOp::Abs, x)?;
         let hit = cmp(BinaryOp::LogicalOr, &cmp(BinaryOp::Eq, &a, &tensor_arg(&r))?, &tensor_arg(&cmp(BinaryOp::Ne, &a, &tensor_arg(&a))?))?;
-        let mask = float_mask(&hit, g.dtype());
+        let mask = float_mask(&hit, g.dtype())?;
         let count = sum_raw(&mask, Some(&as_i64(rd)), true, None)?;
         mul(&sgn()?, &mul(&div(&g, &count)?, &mask)?)?
     } else if ord < 1.0 {
@@ -967,8 +967,8 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
 }
 
 /// Any NaN in a float tensor (anomaly mode's check of backward results).
-pub fn has_nan(t: &Tensor) -> bool {
-    crate::dispatch_float!(t.dtype(), T => t.to_vec::<T>().iter().any(|v| v.to_f64().is_nan()), _ => false)
+pub fn has_nan(t: &Tensor) -> Result<bool> {
+    Ok(crate::dispatch_float!(t.dtype(), T => t.to_vec::<T>()?.iter().any(|v| v.to_f64().is_nan()), _ => false))
 }
 
 /// Helpers for the gradient tests of the ops files.
@@ -991,19 +991,19 @@ pub(crate) mod testing {
     }
 
     pub fn try_backward(out: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        let seed = Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype());
+        let seed = Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype())?;
         run_backward(BackwardRequest { roots: vec![(out.gradient_edge()?, seed)], inputs: &[], keep_graph: false, create_graph: false, accumulate: true })
     }
 
     /// `out.backward(seed)` (ones when None): leaves accumulate into `.grad`.
     pub fn backward(out: &Tensor, seed: Option<Tensor>) {
-        let seed = seed.unwrap_or_else(|| Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype()));
+        let seed = seed.unwrap_or_else(|| Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype()).unwrap());
         run_backward(BackwardRequest { roots: vec![(out.gradient_edge().unwrap(), seed)], inputs: &[], keep_graph: false, create_graph: false, accumulate: true }).unwrap();
     }
 
     /// `autograd.grad(out, inputs, ones, create_graph=True)`.
     pub fn grad_graph(out: &Tensor, inputs: &[&Tensor]) -> Vec<Tensor> {
-        let seed = Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype());
+        let seed = Tensor::full(out.shape(), Scalar::Float(1.0), out.dtype()).unwrap();
         let edges: Vec<_> = inputs.iter().map(|t| t.gradient_edge().unwrap()).collect();
         let r = run_backward(BackwardRequest { roots: vec![(out.gradient_edge().unwrap(), seed)], inputs: &edges, keep_graph: true, create_graph: true, accumulate: false }).unwrap();
         r.into_iter().map(|g| g.expect("a gradient reached the input")).collect()
@@ -1012,7 +1012,7 @@ pub(crate) mod testing {
     pub fn grad(t: &Tensor) -> Vec<f64> {
         let g = t.grad().expect("a gradient was accumulated");
         assert_eq!(g.dtype(), DType::Float64);
-        g.to_vec::<f64>()
+        g.to_vec::<f64>().unwrap()
     }
 
     pub fn node_name(t: &Tensor) -> String {
@@ -1035,11 +1035,11 @@ pub(crate) mod testing {
     }
 
     fn weighted_sum(out: &Tensor, w: &[f64]) -> f64 {
-        crate::ops::copy::to_dtype_raw(out, DType::Float64).to_vec::<f64>().iter().zip(w).map(|(a, b)| a * b).sum()
+        crate::ops::copy::to_dtype_raw(out, DType::Float64).unwrap().to_vec::<f64>().unwrap().iter().zip(w).map(|(a, b)| a * b).sum()
     }
 
     fn fresh(inputs: &[Tensor], grad: bool) -> Vec<Tensor> {
-        inputs.iter().map(|t| if grad { leaf(t.to_vec::<f64>(), t.shape()) } else { vals(t.to_vec::<f64>(), t.shape()) }).collect()
+        inputs.iter().map(|t| if grad { leaf(t.to_vec::<f64>().unwrap(), t.shape()) } else { vals(t.to_vec::<f64>().unwrap(), t.shape()) }).collect()
     }
 
     /// First-order gradients of `sum(f(xs) * w)` w.r.t. fresh leaves holding `xs` (zeros where
@@ -1047,10 +1047,10 @@ pub(crate) mod testing {
     fn first_grads(f: &dyn Fn(&[Tensor]) -> Result<Tensor>, xs: &[Tensor], graph: bool) -> Vec<Tensor> {
         let out = f(xs).unwrap();
         let w = Tensor::from_vec(values(out.numel(), 99), out.shape()).unwrap();
-        let w = crate::ops::copy::to_dtype_raw(&w, out.dtype());
+        let w = crate::ops::copy::to_dtype_raw(&w, out.dtype()).unwrap();
         let edges: Vec<_> = xs.iter().map(|t| t.gradient_edge().unwrap()).collect();
         let r = run_backward(BackwardRequest { roots: vec![(out.gradient_edge().unwrap(), w)], inputs: &edges, keep_graph: graph, create_graph: graph, accumulate: false }).unwrap();
-        r.into_iter().zip(xs).map(|(g, x)| g.unwrap_or_else(|| Tensor::zeros(x.shape(), DType::Float64))).collect()
+        r.into_iter().zip(xs).map(|(g, x)| g.unwrap_or_else(|| Tensor::zeros(x.shape(), DType::Float64).unwrap())).collect()
     }
 
     fn assert_close(what: &str, k: usize, analytic: &[f64], numeric: &[f64]) {
@@ -1063,7 +1063,7 @@ pub(crate) mod testing {
     fn central_differences(phi: &dyn Fn(&[Tensor]) -> f64, inputs: &[Tensor], k: usize) -> Vec<f64> {
         let eps = 1e-6;
         let x = &inputs[k];
-        let base = x.to_vec::<f64>();
+        let base = x.to_vec::<f64>().unwrap();
         (0..base.len())
             .map(|j| {
                 let mut xs = fresh(inputs, false);
@@ -1089,7 +1089,7 @@ pub(crate) mod testing {
         for (k, x) in inputs.iter().enumerate() {
             let numeric = central_differences(&phi, inputs, k);
             assert_eq!(analytic[k].shape(), x.shape(), "{}: gradient shape", what);
-            assert_close(what, k, &crate::ops::copy::to_dtype_raw(&analytic[k], DType::Float64).to_vec::<f64>(), &numeric);
+            assert_close(what, k, &crate::ops::copy::to_dtype_raw(&analytic[k], DType::Float64).unwrap().to_vec::<f64>().unwrap(), &numeric);
         }
         if !double {
             return;
@@ -1110,14 +1110,14 @@ pub(crate) mod testing {
         let s = s.expect("inputs");
         let second: Vec<Option<Tensor>> = if s.requires_grad() {
             let edges: Vec<_> = xs.iter().map(|t| t.gradient_edge().unwrap()).collect();
-            let seed = Tensor::full(&[], Scalar::Float(1.0), s.dtype());
+            let seed = Tensor::full(&[], Scalar::Float(1.0), s.dtype()).unwrap();
             run_backward(BackwardRequest { roots: vec![(s.gradient_edge().unwrap(), seed)], inputs: &edges, keep_graph: false, create_graph: false, accumulate: false }).unwrap()
         } else {
             vec![None; xs.len()]
         };
         for (k, x) in inputs.iter().enumerate() {
             let numeric = central_differences(&psi, inputs, k);
-            let a = second[k].as_ref().map_or(vec![0.0; x.numel()], |g| crate::ops::copy::to_dtype_raw(g, DType::Float64).to_vec::<f64>());
+            let a = second[k].as_ref().map_or(vec![0.0; x.numel()], |g| crate::ops::copy::to_dtype_raw(g, DType::Float64).unwrap().to_vec::<f64>().unwrap());
             assert_close(&format!("{} (second order)", what), k, &a, &numeric);
         }
     }
@@ -1169,9 +1169,9 @@ mod grad_tests {
         let z = leaf(vec![0., 2., 5.], &[3]);
         let p = prod(&z, None, false, None).unwrap();
         let g = grad_graph(&p, &[&z]).remove(0);
-        assert_eq!(g.to_vec::<f64>(), vec![10., 0., 0.]);
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![10., 0., 0.]);
         let gg = grad_graph(&sum(&g, None, false, None).unwrap(), &[&z]).remove(0);
-        assert_eq!(gg.to_vec::<f64>(), vec![7., 5., 2.]);
+        assert_eq!(gg.to_vec::<f64>().unwrap(), vec![7., 5., 2.]);
     }
 
     #[test]
@@ -1206,7 +1206,7 @@ mod grad_tests {
         let (s, _) = var(&x, None, 0.0, false, true).unwrap();
         assert_eq!(node_name(&s), "StdBackward0");
         backward(&s, None);
-        let sd = s.to_vec::<f64>()[0];
+        let sd = s.to_vec::<f64>().unwrap()[0];
         let want: Vec<f64> = [1., 2., 4., 7.].iter().map(|v| (v - 3.5) / (4.0 * sd)).collect();
         assert!(close(&grad(&x), &want));
 

@@ -253,9 +253,9 @@ fn run(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
 /// Out-of-place: a new tensor (torch's output layout: the input's memory order).
 pub fn unary_raw(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.result_dtype(x.dtype())?;
-    let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype) };
+    let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype)? };
     let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
-    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype);
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype)?;
     run(op, &out, &compute, false);
     Ok(out)
 }
@@ -305,7 +305,7 @@ pub fn map_float_raw(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + S
         write(x, &[x], |_| { body(x, x, true); Ok(()) })?;
         Ok(x.clone())
     } else {
-        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype);
+        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype)?;
         body(&out, x, false);
         Ok(out)
     }
@@ -344,7 +344,7 @@ impl UnaryOp {
         let s = || s.expect("saved by the forward");
         match self {
             Neg => neg(g),
-            Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)),
+            Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)?),
             Abs => mul(g, &un(Sign, s())?),
             Log => div(g, s()),
             Log1p => div(g, &add_s(s(), 1.0)?),

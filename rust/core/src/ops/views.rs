@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops::copy::contiguous_copy;
-use crate::shape::{infer_size, wrap_dim};
+use crate::shape::{infer_view_size, wrap_dim};
 use crate::tensor::Tensor;
 
 pub fn view_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
@@ -13,11 +13,11 @@ pub fn view_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 
 /// A view when the strides allow one, otherwise a contiguous copy (fresh version counter).
 pub fn reshape_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    let new_shape = infer_size(shape, t.numel())?;
+    let new_shape = infer_view_size(shape, t.numel())?;
     match t.layout.view_strides(&new_shape) {
         Some(strides) => Ok(t.view_as_layout(Layout { shape: new_shape, strides, offset: t.layout.offset })),
         None => {
-            let c = contiguous_copy(t, t.dtype());
+            let c = contiguous_copy(t, t.dtype())?;
             Ok(Tensor { layout: Layout::contiguous(&new_shape), ..c })
         }
     }
@@ -176,7 +176,7 @@ pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let size = (n + chunks - 1) / chunks;
     if size == 0 {
         // torch returns `chunks` empty pieces when the dim is empty... only when n == 0.
-        return split_with_sizes_raw(t, &vec![0; chunks as usize], dim);
+        return split_with_sizes_raw(t, &crate::alloc::try_vec(chunks as usize, 0)?, dim);
     }
     split_raw(t, size, dim)
 }

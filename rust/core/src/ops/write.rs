@@ -113,7 +113,7 @@ pub fn prepare_reads(dst: &Tensor, reads: &[&Tensor]) -> Result<Vec<(Tensor, Ali
     reads
         .iter()
         .map(|&r| match alias_of(dst, r)? {
-            Alias::Other => Ok((contiguous_copy(r, r.dtype()), Alias::None)),
+            Alias::Other => Ok((contiguous_copy(r, r.dtype())?, Alias::None)),
             a => Ok((r.clone(), a)),
         })
         .collect()
@@ -134,7 +134,7 @@ pub fn write_overlapping<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce
     let prepared = reads
         .iter()
         .map(|&r| match alias_of(dst, r)? {
-            Alias::Other => Ok((contiguous_copy(r, r.dtype()), Alias::None)),
+            Alias::Other => Ok((contiguous_copy(r, r.dtype())?, Alias::None)),
             a => Ok((r.clone(), a)),
         })
         .collect::<Result<Vec<_>>>()?;

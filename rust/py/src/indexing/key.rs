@@ -2,7 +2,7 @@
 //! which objects count as ints, which sequences are tuples of indices, and how lists become
 //! index tensors (`python_variable_indexing.cpp`).
 
-use crate::errors::type_err;
+use crate::errors::{to_py, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::copy::to_dtype_raw;
 use minigrad_core::ops::index::{conversion_overflow, value_tensor as number_tensor, Key, TensorIndex};
@@ -196,7 +196,7 @@ fn sequence_to_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let t = wrapped.bind(py).cast::<TensorBase>()?.borrow().t.clone();
     Ok(match t.dtype() {
         DType::Bool | DType::Int64 => t,
-        _ => to_dtype_raw(&t, DType::Int64),
+        _ => to_dtype_raw(&t, DType::Int64).map_err(to_py)?,
     })
 }
 
