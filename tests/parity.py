@@ -7,7 +7,6 @@ is the test suite's conventions: pairs ordered (minigrad, torch), values written
 into the laid-out tensors, and tighter tolerances than torch.testing's.
 """
 
-import hypothesis.extra.numpy as hnp  # noqa: F401  (kept for tests that import it from here)
 import numpy as np
 import torch
 from hypothesis import strategies as st
