@@ -124,7 +124,7 @@ class TensorSpec:
 def spec_of_tensor(t):
     """The TensorSpec of a minigrad or torch tensor: its values, strides and storage offset
     (elements of the storage outside the view are zeros)."""
-    values = np.array(t.detach().cpu().numpy() if hasattr(t, "cpu") else t.detach().numpy())
+    values = np.array(t.detach().cpu().numpy())
     size, stride, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
     contiguous = all(
         st == int(np.prod(size[i + 1:], dtype=np.int64)) for i, st in enumerate(stride) if size[i] > 1
@@ -137,7 +137,7 @@ def spec_of_tensor(t):
     else:
         extent = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
         index = np.full((), offset, dtype=np.int64)
-        for d, (n, s) in enumerate(zip(size, stride)):
+        for n, s in zip(size, stride):
             index = np.add.outer(index, np.arange(n, dtype=np.int64) * s)
         index = index.reshape(-1)
     base = np.zeros(extent, dtype=values.dtype)
