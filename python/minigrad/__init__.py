@@ -34,5 +34,6 @@ int = int32  # noqa: A001
 _C._set_classes(Tensor, Size)
 
 from . import nn  # noqa: E402,F401  (torch.nn is there after `import torch`, too)
+from . import func, utils  # noqa: E402,F401  (torch.func, torch.utils.data)
 
 __version__ = "0.1.0"

@@ -1,0 +1,3 @@
+"""`minigrad.utils`: the small pytree `minigrad.func` uses."""
+
+__all__ = []
