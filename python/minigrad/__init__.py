@@ -15,6 +15,7 @@ from ._creation import (
 )
 from ._device import device
 from ._formatting import set_printoptions
+from ._random import Generator, default_generator, randperm
 from ._size import Size
 from ._tensor import Tensor
 from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)
