@@ -1,3 +1,5 @@
-"""`minigrad.utils`: the small pytree `minigrad.func` uses."""
+"""`minigrad.utils`: `data` (Dataset, DataLoader, samplers) and the small pytree `minigrad.func` uses."""
 
-__all__ = []
+from . import data  # noqa: F401
+
+__all__ = ["data"]
