@@ -1,5 +1,6 @@
 """Shared by the digits examples: the handwritten digits that ship inside scikit-learn (1,797
-8x8 images, no download), a fixed train/test split, mini-batches and a progress bar.
+8x8 images, no download), a fixed train/test split, mini-batches (a `DataLoader` over a
+`TensorDataset`, shuffled by a seeded `Generator`) and a progress bar.
 
 The examples run on minigrad or, for a side-by-side comparison, on torch (`--backend torch`);
 nothing here depends on which, because both libraries take the same calls.
@@ -24,10 +25,12 @@ def parse_args(description, epochs, lr):
 
 
 def backend(name):
-    """The library module (`minigrad` or `torch`); `.nn`, `.optim` and `.nn.functional` come with it."""
+    """The library module (`minigrad` or `torch`); `.nn`, `.optim`, `.nn.functional` and
+    `.utils.data` come with it."""
     lib = importlib.import_module(name)
     importlib.import_module(name + ".nn.functional")
     importlib.import_module(name + ".optim")
+    importlib.import_module(name + ".utils.data")
     return lib
 
 
@@ -45,12 +48,14 @@ def load(seed=0, test_fraction=0.25):
     return x[train], y[train], x[test], y[test]
 
 
-def batches(x, y, batch_size, rng):
-    """Shuffled mini-batches of numpy arrays (the last one may be smaller)."""
-    order = rng.permutation(len(x))
-    for start in range(0, len(x), batch_size):
-        idx = order[start:start + batch_size]
-        yield x[idx], y[idx]
+def loader(lib, x, y, batch_size, seed):
+    """Shuffled mini-batches of (images, labels) tensors, the last one smaller; each epoch a new
+    order, the same orders for the same seed (the order itself differs between the libraries:
+    each has its own random stream)."""
+    data = lib.utils.data
+    dataset = data.TensorDataset(lib.from_numpy(x), lib.from_numpy(y))
+    return data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                           generator=lib.Generator().manual_seed(seed))
 
 
 def progress(total, description):
@@ -66,8 +71,8 @@ def train(lib, model, opt, data, epochs, batch_size, seed, shape=(-1, 64)):
     the test accuracy. Returns the final test accuracy."""
     F = lib.nn.functional
     x_train, y_train, x_test, y_test = data
-    rng = np.random.default_rng(seed)
-    steps = (len(x_train) + batch_size - 1) // batch_size
+    batches = loader(lib, x_train, y_train, batch_size, seed)
+    steps = len(batches)
     bar, description, _ = progress(steps, "")
     started = time.perf_counter()
     acc = 0.0
@@ -76,10 +81,8 @@ def train(lib, model, opt, data, epochs, batch_size, seed, shape=(-1, 64)):
             task = bar.add_task(f"epoch {epoch}/{epochs}", total=steps)
             model.train()
             total, count = 0.0, 0
-            for xb, yb in batches(x_train, y_train, batch_size, rng):
-                inputs = lib.from_numpy(xb).reshape(shape)
-                targets = lib.from_numpy(yb)
-                loss = F.cross_entropy(model(inputs), targets)
+            for xb, yb in batches:
+                loss = F.cross_entropy(model(xb.reshape(shape)), yb)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -15,6 +15,7 @@ from ._creation import (
 )
 from ._device import device
 from ._formatting import set_printoptions
+from ._random import Generator, default_generator, randperm
 from ._size import Size
 from ._tensor import Tensor
 from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)
@@ -34,5 +35,6 @@ int = int32  # noqa: A001
 _C._set_classes(Tensor, Size)
 
 from . import nn  # noqa: E402,F401  (torch.nn is there after `import torch`, too)
+from . import func, utils  # noqa: E402,F401  (torch.func, torch.utils.data)
 
 __version__ = "0.1.0"

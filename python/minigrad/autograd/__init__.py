@@ -6,6 +6,7 @@ modes, custom `Function`s, anomaly mode, `gradcheck`, and graph introspection.""
 
 from .. import _C
 from . import graph  # noqa: F401  (registers the node classes with the core)
+from . import functional  # noqa: F401  (jacobian, hessian, vjp, jvp, hvp, vhp)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
@@ -14,7 +15,7 @@ __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
     "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-    "gradcheck", "gradgradcheck", "graph",
+    "gradcheck", "gradgradcheck", "graph", "functional",
 ]
 
 

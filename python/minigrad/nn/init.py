@@ -11,8 +11,9 @@ import warnings
 from ..autograd.grad_mode import no_grad
 
 __all__ = [
-    "calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "xavier_uniform_",
-    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+    "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+    "sparse_",
 ]
 
 _LINEAR_FNS = (
@@ -63,6 +64,132 @@ def ones_(tensor):
 def zeros_(tensor):
     with no_grad():
         return tensor.zero_()
+
+
+def eye_(tensor):
+    """The identity matrix (2-D tensors only): one write, as torch's `eye(out=tensor)`."""
+    from .. import eye
+    if tensor.ndimension() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype))
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    """The Dirac delta for 3-, 4- and 5-D convolution weights (the identity convolution, per group):
+    zero, then a 1 at the centre of each (out, in) channel pair -- one write for the zeroing and one
+    per element set, as torch."""
+    dimensions = tensor.ndimension()
+    if dimensions not in [3, 4, 5]:
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.size()
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_grp = sizes[0] // groups
+    min_dim = min(out_chans_per_grp, sizes[1])
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min_dim):
+                tensor[(g * out_chans_per_grp + d, d) + centre] = 1
+    return tensor
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std²) truncated to [a, b], by torch 2.13's rejection sampler: when the interval holds
+    more than 30% of the mass, draw normals and redraw the ones outside; otherwise draw uniformly on
+    [a, b] and accept with the normal's relative density. The tensor is written once by the first
+    draw and once more if any sample had to be redrawn (so `_version` goes up by 1 or 2, as torch's)."""
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    from .. import empty_like, tensor as _tensor, where
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    with no_grad():
+        p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if p > 0.3:
+            lo = _tensor(a, dtype=tensor.dtype).item()  # the bounds as the tensor's dtype rounds them
+            hi = _tensor(b, dtype=tensor.dtype).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                mask = (result < lo).logical_or(result > hi)
+                if not mask.any():
+                    break
+                result = where(mask, empty_like(result).normal_(mean, std, generator=generator), result)
+            if tensor is not result:
+                tensor.copy_(result)
+        else:
+            mode = max(a, min(mean, b))
+            log_peak = -0.5 * ((mode - mean) / std) ** 2
+            candidates = empty_like(tensor)
+            accept_buf = empty_like(tensor)
+            tensor.uniform_(a, b, generator=generator)
+            candidates.copy_(tensor)
+            candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)  # log density - log peak
+            pending = accept_buf.uniform_(generator=generator).log_().gt(candidates)
+            if pending.any():
+                result = tensor
+                while True:
+                    candidates.uniform_(a, b, generator=generator)
+                    result = where(pending, candidates, result)
+                    candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+                    pending = where(pending, accept_buf.uniform_(generator=generator).log_().gt(candidates), pending)
+                    if not pending.any():
+                        break
+                tensor.copy_(result)
+        return tensor
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix, the tensor seen as rows x (everything else): the Q of a QR
+    decomposition of a normal matrix, its signs fixed by R's diagonal (Mezzadri, 2007), times `gain`.
+    The QR runs in NumPy (minigrad has no linalg.qr); the tensor is written twice (copy, then the
+    gain), as torch's."""
+    import numpy as np
+
+    from .. import empty, from_numpy
+    if tensor.ndimension() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flattened = empty(rows, cols, dtype=tensor.dtype).normal_(0, 1, generator=generator)
+    if rows < cols:
+        flattened.t_()
+    q, r = np.linalg.qr(flattened.numpy())
+    q = q * np.sign(np.diag(r))
+    q = from_numpy(np.ascontiguousarray(q))
+    if rows < cols:
+        q.t_()
+    with no_grad():
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std²) with a fraction `sparsity` of each column set to zero (2-D tensors): one write for
+    the draw and one per column, as torch. (torch draws the zeroed rows from the global stream even
+    when given a generator; so does minigrad.)"""
+    from .. import randperm
+    if tensor.ndimension() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col_idx in range(cols):
+            zero_indices = randperm(rows)[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
 
 
 def _calculate_fan_in_and_fan_out(tensor):
