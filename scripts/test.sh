@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
-echo "== cargo test (rust/core) =="
-cargo test -p minigrad-core --quiet
+echo "== cargo test (rust/base, rust/kernels, rust/core) =="
+cargo test -p minigrad-base -p minigrad-kernels -p minigrad-core --quiet
 
 echo "== pytest (differential tests against torch) =="
 python3 -m pytest tests -p no:cacheprovider "$@"

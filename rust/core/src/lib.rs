@@ -1,20 +1,18 @@
 //! minigrad-core: the tensor engine behind minigrad, with no Python in it.
 //!
-//! Read bottom-up: `dtype` and `element` (what a number is), `shape` and `layout` (where it
-//! lives), `alloc`/`storage`/`version` (memory and its version counter), `tensor` (the value
-//! users hold), `kernels` (loops over memory), `ops` (what users call; every write goes through
+//! Layers, bottom to top, each a crate or module that only looks down:
+//! minigrad-base (`dtype`, `element`, `error`, `shape`, `layout`, `alloc`, `storage`, re-exported
+//! here under the same names) -> minigrad-kernels (loops over raw memory; `kernels` re-exports
+//! them with the tensor-to-operand seam) -> `version` and `tensor` (the value users hold) ->
+//! `autograd` (graph, saved tensors, engine) and `ops` (what users call; every write goes through
 //! `ops::write`).
 
-pub mod alloc;
+pub use minigrad_base::{alloc, dtype, element, error, layout, shape, storage};
+pub use minigrad_base::{bail, dispatch, dispatch_float};
+
 pub mod autograd;
-pub mod dtype;
-pub mod element;
-pub mod error;
 pub mod kernels;
-pub mod layout;
 pub mod ops;
-pub mod shape;
-pub mod storage;
 pub mod tensor;
 pub mod version;
 

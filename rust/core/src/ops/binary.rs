@@ -1,6 +1,7 @@
 //! Binary elementwise ops (arithmetic, comparisons, bitwise), `where`, `clamp`, `masked_fill`,
 //! and their in-place variants, with torch's type promotion and broadcasting.
 
+use crate::kernels::TensorArg;
 use crate::dtype::{check_castable, result_type, DType, Scalar};
 use crate::element::Element;
 use crate::bail;

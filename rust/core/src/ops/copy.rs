@@ -1,5 +1,6 @@
 //! Copies and casts: contiguous, clone, to(dtype), and the cast-copy kernel they share.
 
+use crate::kernels::TensorArg;
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::shape::{broadcast_shapes, check_inplace_shape};

@@ -4,6 +4,7 @@
 //!
 //! Every result is a fresh row-major tensor (torch allocates reduction outputs contiguous).
 
+use crate::kernels::TensorArg;
 use crate::dtype::DType;
 use crate::element::Element;
 use crate::error::fmt_g;

@@ -4,6 +4,7 @@
 //! `with_unary_fn!` binds the per-element function once per (op, dtype) so every kernel is
 //! monomorphised and vectorisable; backward formulas will sit beside each entry.
 
+use crate::kernels::TensorArg;
 use crate::dtype::{check_castable, DType};
 use crate::element::Element;
 use crate::error::{Error, Result};

@@ -137,7 +137,7 @@ fn system_alloc(size: usize, zeroed: bool) -> Option<NonNull<u8>> {
 }
 
 /// torch's text for a refused CPU allocation (without its `[enforce fail at ...]` source prefix).
-pub(crate) fn out_of_memory(nbytes: usize) -> Error {
+pub fn out_of_memory(nbytes: usize) -> Error {
     Error::Runtime(format!(
         "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes. Error code 12 (Cannot allocate memory)",
         nbytes

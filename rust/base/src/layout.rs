@@ -354,13 +354,12 @@ impl Layout {
             )));
         }
         let (s1, s2) = (self.shape[d1] as i64, self.shape[d2] as i64);
-        let (len, start) = if offset >= 0 {
-            ((s1.min(s2 - offset)).max(0), offset * self.strides[d2] as i64)
-        } else {
-            ((s1 + offset).min(s2).max(0), -offset * self.strides[d1] as i64)
-        };
+        // saturating: an offset past either size leaves an empty diagonal, whatever its magnitude
+        let len = if offset >= 0 { s1.min(s2.saturating_sub(offset)).max(0) } else { s1.saturating_add(offset).min(s2).max(0) };
         let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
         if len > 0 {
+            // |offset| < the dim's size here, so the step fits inside the storage
+            let start = if offset >= 0 { offset * self.strides[d2] as i64 } else { -offset * self.strides[d1] as i64 };
             out.offset = (self.offset as i64 + start) as usize;
         }
         for i in 0..n {

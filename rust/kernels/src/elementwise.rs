@@ -139,17 +139,3 @@ pub unsafe fn zip3<A: Element, B: Element, C: Element, D: Element>(
         }
     });
 }
-
-/// `dst += src` elementwise (same float dtype, `src` broadcast to `dst`'s shape). `dst` may have
-/// self-overlapping elements (the gradient of an overlapping view): those are accumulated in
-/// order, serially, so every alias receives every contribution.
-pub fn add_into(dst: &crate::tensor::Tensor, src: &crate::tensor::Tensor) -> crate::error::Result<()> {
-    let strides = crate::ops::broadcast_strides(src, dst.shape());
-    crate::dispatch_float!(dst.dtype(), T => {
-        let src = crate::ops::copy::cast_input(src, dst.dtype())?;
-        // SAFETY: both layouts lie inside their storages; src is a different storage (a
-        // gradient) and overlapping dst elements are written serially by the plan.
-        unsafe { zip_inplace::<T, T>(dst.shape(), super::Arg::of(dst), super::Arg::broadcast(&src, &strides), |a, b| a + b) }
-    }, _ => unreachable!("gradients are floating point"));
-    Ok(())
-}

@@ -424,7 +424,7 @@ mod tests {
         assert_eq!((g.out_numel, g.red_numel), (5, 0));
     }
 
-    use crate::kernels::reducers::{ArgExtreme, SumProd};
+    use crate::reducers::{ArgExtreme, SumProd};
 
     /// Deterministic pseudo-random values in [-1, 1).
     fn data(n: usize) -> Vec<f32> {
