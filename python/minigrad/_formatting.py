@@ -202,9 +202,14 @@ def tensor_repr(t):
         data = _gather(t, summarize)
         fmt = _Formatter(_flat(data, []), dtype.is_floating_point)
         body = _render(data, t.dim(), indent, fmt)
-    grad_fn = getattr(t, "grad_fn", None)
+    try:
+        grad_fn = getattr(t, "grad_fn", None)
+        name = None if grad_fn is None else grad_fn.name() if callable(getattr(grad_fn, "name", None)) else type(grad_fn).__name__
+    except RuntimeError:
+        # reading grad_fn regenerates a stale view's node, which may raise (a multi-output view
+        # whose base was modified in place): torch prints the tensor with `<Invalid>`
+        grad_fn, name = True, "Invalid"
     if grad_fn is not None:
-        name = grad_fn.name() if callable(getattr(grad_fn, "name", None)) else type(grad_fn).__name__
         suffixes.append(f"grad_fn=<{name}>")
     elif getattr(t, "requires_grad", False):
         suffixes.append("requires_grad=True")

@@ -340,7 +340,12 @@ class Tensor(*MIXINS, _C.TensorBase):
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self.reshape(()).tolist()
+        # read the one element directly: a view (reshape) would apply the view rules, and torch's
+        # item() reads a stale multi-output view (unbind's outputs after an in-place op) fine
+        value = self.tolist()
+        while isinstance(value, list):
+            value = value[0]
+        return value
 
     def __bool__(self):
         if self.numel() == 0:
