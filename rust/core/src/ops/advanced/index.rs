@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::ops::copy::empty_with_layout;
 use crate::ops::iter_layout::iter_layout;
 use crate::tensor::Tensor;
-use super::{NO_INDEX_ASSERT, check_count, save_indices, saved_indices, index_put};
+use super::{check_count, index_put, save_indices, saved_indices, NO_INDEX_ASSERT};
 use super::info::{row_major_offsets, Info};
 
 /// `x[indices]` (torch's `index`): `None` entries leave their dim alone.

@@ -13,7 +13,7 @@ use crate::ops::write::{write, Alias};
 use crate::ops::{broadcast_strides, Arg};
 use crate::tensor::Tensor;
 use crate::version::VersionCounter;
-use super::{NO_INDEX_ASSERT, copy_preserving, check_count, save_indices, saved_indices, index};
+use super::{check_count, copy_preserving, index, save_indices, saved_indices, NO_INDEX_ASSERT};
 use super::info::{check_mask, row_major_offsets, Info};
 
 /// `x.index_put_(indices, values, accumulate)`: one write, one version bump.

@@ -10,7 +10,7 @@ use crate::ops::write::{check_no_internal_overlap, write, Alias};
 use crate::ops::Arg;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
-use super::{BinaryOp, output_like};
+use super::{output_like, BinaryOp};
 use super::compute::{run, Mode};
 
 const INT_DIV_ZERO: &str = "ZeroDivisionError";

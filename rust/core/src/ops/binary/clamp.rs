@@ -14,7 +14,7 @@ use crate::ops::write::{check_no_internal_overlap, write};
 use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_all, check_inplace_shape};
 use crate::tensor::Tensor;
-use super::{BinaryOp, not};
+use super::{not, BinaryOp};
 
 /// torch's clamp: NaN in the input or a bound gives NaN; otherwise the value is raised to `lo`,
 /// then lowered to `hi` (so `lo > hi` gives `hi`). `x != x` is false for integers and bools.

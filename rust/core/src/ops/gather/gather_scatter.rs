@@ -11,7 +11,7 @@ use crate::ops::reduce::py_bool;
 use crate::ops::write::write;
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use super::{is_index_dtype, ne_dim, ne_size, ne_layout, index_i64, check_inplace, private, first_bad, out_of_bounds, destination, run_gather, run_scatter, ZERO, finish, recorder};
+use super::{check_inplace, destination, finish, first_bad, index_i64, is_index_dtype, ne_dim, ne_layout, ne_size, out_of_bounds, private, recorder, run_gather, run_scatter, ZERO};
 
 /// `gather(self, dim, index)`: `out[i][j][k] = self[i][index[i][j][k]][k]` for dim 1.
 pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {

@@ -10,7 +10,7 @@ use crate::ops::reduce::py_number;
 use crate::ops::write::write;
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use super::{is_index_dtype, ne_layout, index_i64, check_inplace, private, first_bad, out_of_bounds, destination, run_gather, unit_along, run_scatter, finish, recorder, Reduce};
+use super::{check_inplace, destination, finish, first_bad, index_i64, is_index_dtype, ne_layout, out_of_bounds, private, recorder, run_gather, run_scatter, unit_along, Reduce};
 
 /// `index_select(self, dim, index)`: slices of `self` along `dim`, picked by a 1-D index.
 pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {

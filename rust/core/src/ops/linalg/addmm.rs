@@ -8,7 +8,7 @@ use crate::ops::binary::{binary_raw, BinaryOp};
 use crate::ops::views;
 use crate::ops::Arg;
 use crate::tensor::Tensor;
-use super::{mm_raw, mm};
+use super::{mm, mm_raw};
 
 /// `addmm(self, mat1, mat2, beta, alpha)`: `beta·self + alpha·(mat1 @ mat2)`, `self`
 /// broadcast to the (m×n) product; with beta 0 `self` is ignored (its NaNs too), as torch.

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::ops::views;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
-use super::{Operand, mm_raw, mv_raw, dot_raw, mm, mv, dot, bmm};
+use super::{bmm, dot, dot_raw, mm, mm_raw, mv, mv_raw, Operand};
 use super::products::batched_product;
 
 /// torch's `should_fold`: fold a ≥3-D operand's batch into matrix rows (one mm/mv instead of

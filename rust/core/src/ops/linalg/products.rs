@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::views;
 use crate::tensor::Tensor;
-use super::{cpp_name, not_implemented, Operand, product, save_crossed, crossed};
+use super::{cpp_name, crossed, not_implemented, product, save_crossed, Operand};
 
 /// `mm(self, mat2)`: (m×k)·(k×n).
 pub fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {

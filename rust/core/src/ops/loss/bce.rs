@@ -11,7 +11,7 @@ use crate::ops::unary::UnaryOp;
 use crate::ops::{views, Arg};
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
-use super::{Reduction, torch_size, reduce_values, spread, expand_to, num};
+use super::{expand_to, num, reduce_values, spread, torch_size, Reduction};
 
 /// Python's `F.binary_cross_entropy` / `_with_logits` argument checks on target and weight.
 fn check_float_target(x: &Tensor, target: &Tensor) -> Result<()> {

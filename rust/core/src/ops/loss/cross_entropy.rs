@@ -9,7 +9,7 @@ use crate::ops::binary::{self, BinaryOp};
 use crate::ops::reduce;
 use crate::ops::{views, Arg};
 use crate::tensor::Tensor;
-use super::{Reduction, num, nll_loss};
+use super::{nll_loss, num, Reduction};
 
 /// `t * v` (or `t / v`) as torch's C++ Tensor-Scalar overloads record it: MulBackward1 /
 /// DivBackward1. The formula multiplies by a 0-d tensor of the gradient's dtype, so a float64

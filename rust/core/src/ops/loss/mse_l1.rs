@@ -11,7 +11,7 @@ use crate::ops::unary::UnaryOp;
 use crate::ops::Arg;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
-use super::{Reduction, reduce_values, spread, expand_to};
+use super::{expand_to, reduce_values, spread, Reduction};
 
 /// Differentiable mean / sum / identity.
 fn apply_reduction(t: &Tensor, r: Reduction) -> Result<Tensor> {

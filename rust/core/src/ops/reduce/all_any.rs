@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::kernels::reducers::{AllAny, CountNonzero};
 use crate::tensor::Tensor;
 use crate::dispatch;
-use super::{DimCheck, dim_mask, reduced_shape, run, out_ptr};
+use super::{dim_mask, out_ptr, reduced_shape, run, DimCheck};
 
 /// `all(dim, keepdim)` / `any`: bool results; dim=() reduces nothing.
 pub fn all(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {

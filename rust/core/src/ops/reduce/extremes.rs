@@ -15,7 +15,7 @@ use crate::ops::views;
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::dispatch;
-use super::{DimCheck, dim_mask, reduced_shape, run, out_ptr, ReduceOp, py_ints, py_bool, reduced_dims, as_i64, unsqueeze_dims, tensor_arg, float_mask, sum_raw};
+use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_ints, reduced_dims, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, DimCheck, ReduceOp};
 
 /// torch's check for a reduction with no identity over an empty input (`dims` as given).
 fn zero_numel_check(x: &Tensor, dims: &[i64], name: &str) -> Result<()> {

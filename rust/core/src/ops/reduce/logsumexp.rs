@@ -12,7 +12,7 @@ use crate::ops::unary::UnaryOp;
 use crate::tensor::Tensor;
 use crate::dispatch_float;
 use std::marker::PhantomData;
-use super::{DimCheck, dim_mask, reduced_shape, run, out_ptr, py_ints, py_bool, reduced_dims, unsqueeze_dims};
+use super::{dim_mask, out_ptr, py_bool, py_ints, reduced_dims, reduced_shape, run, unsqueeze_dims, DimCheck};
 
 /// `logsumexp(dim, keepdim)`: integer inputs compute in the default float dtype.
 pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {

@@ -11,7 +11,7 @@ use crate::ops::unary::{unary_raw, UnaryOp};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::dispatch_float;
-use super::{DimCheck, dim_mask, reduced_shape, run, out_ptr, ReduceOp, py_bool, py_number, py_opt_ints, reduced_dims, as_i64, unsqueeze_dims, tensor_arg, float_mask, zero_at, sum_raw};
+use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_number, py_opt_ints, reduced_dims, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, zero_at, DimCheck, ReduceOp};
 
 /// `linalg.vector_norm(x, ord, dim, keepdim, dtype=)`, which `Tensor.norm` uses for numeric
 /// orders and for 'fro' over at most two dims.

@@ -12,7 +12,7 @@ use crate::ops::{views, Arg as OpArg};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::dispatch;
-use super::{DimCheck, dim_mask, reduced_shape, reduced_numel, run, out_ptr, py_ints, py_bool, py_opt_ints, reduced_dims, num, tensor_arg, float_mask, all};
+use super::{all, dim_mask, float_mask, num, out_ptr, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, run, tensor_arg, DimCheck};
 
 /// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
 pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {

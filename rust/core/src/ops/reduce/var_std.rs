@@ -11,7 +11,7 @@ use crate::ops::binary::{self, BinaryOp};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::dispatch_float;
-use super::{DimCheck, dim_mask, reduced_shape, reduced_numel, run, out_ptr, py_bool, py_number, py_opt_ints, unsqueeze_dims, num, tensor_arg, float_mask, zero_at, mean};
+use super::{dim_mask, float_mask, mean, num, out_ptr, py_bool, py_number, py_opt_ints, reduced_numel, reduced_shape, run, tensor_arg, unsqueeze_dims, zero_at, DimCheck};
 
 /// `var` / `std` (`sqrt`) over `dims` (None or empty: all) with `correction` (1 = unbiased).
 /// Also says whether torch warns that the degrees of freedom are <= 0.
