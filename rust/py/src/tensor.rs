@@ -1,7 +1,7 @@
 //! `TensorBase`: the Rust half of `minigrad.Tensor`. It holds a core tensor handle; the core
 //! tensor's autograd meta remembers this object, so every path back to the same tensor returns
 //! the same Python object. This file holds metadata and view methods; autograd attributes live
-//! in `autograd.rs`, op families in their own files.
+//! in `autograd/`, op families in their own files.
 
 use crate::convert::{int_arg, int_list_arg, is_int_like, make_size, opt_int_arg, sizes_arg, tensor_of, wrap, wrap_view, PENDING};
 use crate::dtype::PyDType;

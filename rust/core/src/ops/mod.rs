@@ -1,6 +1,7 @@
 //! Ops: each file holds one family, and within it each op's shape/dtype rules, its kernel
 //! call and its in-place variant side by side (DESIGN invariant 8). Backward formulas and save
-//! sets join each op here in the autograd issue.
+//! sets join each op here in the autograd issue. The big families are folders: `mod.rs` holds
+//! what the family shares and re-exports its ops, each other file one op's whole story.
 
 pub mod advanced;
 pub mod binary;

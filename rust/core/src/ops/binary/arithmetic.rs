@@ -1,0 +1,400 @@
+//! `binary` / `binary_`: one `BinaryOp` out of place or in place (alpha, integer division by
+//! zero, negative integer powers, torch's check order), what its node saves and its backward
+//! formula (derivatives.yaml).
+
+use crate::dtype::{check_castable, result_type, DType, Scalar};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::ops::copy::{cast_input, check_no_partial_overlap, copy_kernel};
+use crate::ops::write::{check_no_internal_overlap, write, Alias};
+use crate::ops::Arg;
+use crate::shape::{broadcast_shapes, check_inplace_shape};
+use crate::tensor::Tensor;
+use super::{output_like, BinaryOp};
+use super::compute::{run, Mode};
+
+const INT_DIV_ZERO: &str = "ZeroDivisionError";
+
+/// Integer division/remainder by zero raises, as torch does.
+/// (Only when the op computes anything: an empty result divides nothing.)
+fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor, out_numel: usize) -> Result<()> {
+    if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
+        return Ok(());
+    }
+    let has_zero = crate::dispatch!(compute, T => b.to_vec::<T>()?.iter().any(|v| v.to_i64() == 0));
+    if has_zero {
+        return Err(Error::Runtime(INT_DIV_ZERO.into()));
+    }
+    Ok(())
+}
+
+/// Validates alpha for add/sub like torch.
+fn check_alpha(alpha: Option<Scalar>, dtype: DType) -> Result<()> {
+    match alpha {
+        Some(Scalar::Float(_)) if !dtype.is_floating() => {
+            Err(Error::Runtime("For integral input tensors, argument alpha must not be a floating point number.".into()))
+        }
+        Some(Scalar::Bool(_)) if dtype != DType::Bool => {
+            Err(Error::Runtime("Boolean alpha only supported for Boolean results.".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The alpha of a float add/sub that is not 1: the kernel fuses it (`fused_alpha`).
+fn fused_alpha(op: BinaryOp, alpha: Option<Scalar>, compute: DType) -> Option<f64> {
+    let alpha = alpha?.to_f64();
+    (matches!(op, BinaryOp::Add | BinaryOp::Sub) && compute.is_floating() && alpha != 1.0).then_some(alpha)
+}
+
+/// Folds an integer `alpha` into b (`a + alpha * b`, wrapping as torch's integer kernels),
+/// leaving b unchanged when alpha is absent or 1; float alphas are fused by the kernel instead.
+fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>, compute: DType) -> Result<Arg> {
+    let Some(alpha) = alpha else { return Ok(b) };
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub) || alpha.to_f64() == 1.0 || compute.is_floating() {
+        return Ok(b);
+    }
+    Ok(match b {
+        Arg::Scalar(s) => Arg::Scalar(match (s, alpha) {
+            (Scalar::Int(x), Scalar::Int(y)) => Scalar::Int(x.wrapping_mul(y)),
+            (x, y) => Scalar::Float(x.to_f64() * y.to_f64()),
+        }),
+        Arg::Tensor(t) => Arg::Tensor(binary_raw(BinaryOp::Mul, &Arg::Tensor(cast_input(&t, compute)?), &Arg::Scalar(alpha), None)?),
+    })
+}
+
+/// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
+pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    op.pre_check(a, b)?;
+    check_int_pow(op, a, b)?;
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    let common = result_type(&[a.promotion(), b.promotion()]);
+    let (compute, out_dtype) = op.dtypes(common);
+    check_alpha(alpha, common)?;
+    op.kernel_check(compute, b)?;
+    let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype)?;
+    let b = apply_alpha(op, b.clone(), alpha, compute)?;
+    let fused = fused_alpha(op, alpha, compute);
+    let (ta, tb) = (a.as_tensor(compute)?, b.as_tensor(compute)?);
+    check_int_zero_division(op, compute, &tb, out.numel())?;
+    run(op, &out, &ta, &tb, Mode::Fresh, fused);
+    Ok(out)
+}
+
+/// torch refuses an integral base with a negative integral Python-number exponent (a tensor
+/// exponent instead gives 0, or ±1 for a base of ±1).
+fn check_int_pow(op: BinaryOp, a: &Arg, b: &Arg) -> Result<()> {
+    if let (BinaryOp::Pow, Arg::Scalar(s)) = (op, b) {
+        if a.promotion_dtype().is_integral(true) && !s.is_floating() && s.to_i64() < 0 {
+            return Err(Error::Runtime("Integers to negative integer powers are not allowed.".into()));
+        }
+    }
+    Ok(())
+}
+
+/// In-place `a.op_(b)`: the broadcast result must keep a's shape (R44) and its type must be
+/// castable to a's dtype (R45). Returns nothing; the caller returns `a` itself.
+pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
+    let aa = Arg::Tensor(a.clone());
+    op.pre_check(&aa, b)?;
+    check_int_pow(op, &aa, b)?;
+    // torch's order: overlap, broadcast, result shape (R44), cast (R45), then the kernel.
+    check_no_internal_overlap(a)?;
+    if let Arg::Tensor(bt) = b {
+        check_no_partial_overlap(a, bt)?;
+    }
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    check_inplace_shape(a.shape(), &shape)?;
+    let common = result_type(&[aa.promotion(), b.promotion()]);
+    let (compute, out_dtype) = op.dtypes(common);
+    check_castable(out_dtype, a.dtype())?;
+    check_alpha(alpha, common)?;
+    op.kernel_check(compute, b)?;
+    let b = apply_alpha(op, b.clone(), alpha, compute)?;
+    let fused = fused_alpha(op, alpha, compute);
+    let tb = b.as_tensor(compute)?;
+    check_int_zero_division(op, compute, &tb, a.numel())?;
+    write(a, &[&tb], |reads| {
+        let (b_read, alias) = &reads[0];
+        if compute == a.dtype() && out_dtype == a.dtype() {
+            let mode = if *alias == Alias::Same { Mode::InPlaceSelf } else { Mode::InPlace };
+            run(op, a, a, b_read, mode, fused);
+        } else {
+            // Mixed dtypes: compute into a temporary of the result type, then cast into a.
+            let ta = crate::ops::copy::cast_input(a, compute)?;
+            let tmp = Tensor::empty(a.shape(), out_dtype)?;
+            run(op, &tmp, &ta, b_read, Mode::Fresh, fused);
+            copy_kernel(a, &tmp);
+        }
+        Ok(())
+    })
+}
+
+// ----- autograd: saves and backward formulas (derivatives.yaml), out of place and in place -----
+
+/// Which operands are Python numbers decides torch's node (`1 - x` is RsubBackward1,
+/// `x ** 2` PowBackward0, `2 ** x` PowBackward2).
+fn node_name(op: BinaryOp, a_number: bool, b_number: bool) -> &'static str {
+    use BinaryOp::*;
+    match op {
+        Sub if a_number => "RsubBackward1",
+        Pow if b_number => "PowBackward0",
+        Pow if a_number => "PowBackward2",
+        Pow => "PowBackward1",
+        Remainder if b_number => "RemainderBackward0",
+        Remainder => "RemainderBackward1",
+        DivFloor | DivTrunc => "DivBackward2",
+        _ => op.def().node,
+    }
+}
+
+fn is_differentiable(op: BinaryOp) -> bool {
+    use BinaryOp::*;
+    matches!(op, Add | Sub | Mul | Div | DivFloor | DivTrunc | Remainder | Pow | Maximum | Minimum)
+}
+
+/// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
+/// A Python number as torch saves it for backward: a 0-d double (or int64 / bool) tensor, so
+/// a float64 gradient sees the number at full precision; 0-d, it never widens a float32 one.
+fn wrapped(a: &Arg) -> crate::error::Result<Tensor> {
+    match a {
+        Arg::Tensor(t) => Ok(t.clone()),
+        Arg::Scalar(s @ Scalar::Float(_)) => Tensor::scalar(*s, DType::Float64),
+        Arg::Scalar(s) => Tensor::scalar(*s, s.wrapped_dtype()),
+    }
+}
+
+/// What a binary node keeps besides its saved tensors.
+#[derive(Clone)]
+struct BinaryInfo {
+    op: BinaryOp,
+    alpha: f64,
+    a_shape: Vec<usize>,
+    b_shape: Vec<usize>,
+    a_number: bool,
+    b_number: bool,
+}
+
+/// Saves what `op`'s formula needs for the gradients that are wanted (R11, R13). `a_old` is
+/// `self` as the formula must see it (a clone of the old value for in-place ops, R14).
+fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &Tensor, b: &Tensor) -> Result<()> {
+    use BinaryOp::*;
+    let (na, nb) = (rec.needs(0), rec.needs(1));
+    match info.op {
+        Mul => {
+            if na {
+                rec.save("other", b)?;
+            }
+            if nb {
+                rec.save("self", a_old)?;
+            }
+        }
+        Div => {
+            // used by both inputs' formulas, so torch's codegen saves it unconditionally (even
+            // when no input needs a gradient, e.g. a view made under no_grad)
+            rec.save("other", b)?;
+            if nb {
+                rec.save("self", a_old)?;
+            }
+        }
+        Pow if info.b_number => rec.save("self", a_old)?,
+        Pow if info.a_number => rec.save("exponent", b)?,
+        Pow => {
+            rec.save("self", a_old)?;
+            rec.save("exponent", b)?;
+        }
+        Maximum | Minimum | DivFloor | DivTrunc => {
+            rec.save("self", a_old)?;
+            rec.save("other", b)?;
+        }
+        Remainder if !info.b_number => {
+            rec.save("self", a_old)?;
+            rec.save("other", b)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Pow's result is saved too when the exponent is a tensor (PowBackward1/2).
+fn saves_result(info: &BinaryInfo) -> bool {
+    info.op == BinaryOp::Pow && !info.b_number
+}
+
+/// Named access to the saved tensors in `save_binary`'s order.
+fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Result<Vec<Option<Tensor>>> {
+    use crate::autograd::formulas::*;
+    use BinaryOp::*;
+    let g = ctx.grad();
+    let (na, nb) = (ctx.needs(0), ctx.needs(1));
+    let mut saved = ctx.saved.iter();
+    let mut next = || saved.next().cloned().expect("saved by the forward");
+    let (ga, gb): (Option<Tensor>, Option<Tensor>) = match info.op {
+        Add => (na.then(|| g.clone()), if nb { Some(mul_s(g, info.alpha)).transpose()? } else { None }),
+        Sub => (na.then(|| g.clone()), if nb { Some(mul_s(g, -info.alpha)).transpose()? } else { None }),
+        Mul => {
+            let other = if na { Some(next()) } else { None };
+            let this = if nb { Some(next()) } else { None };
+            (other.map(|o| mul(g, &o)).transpose()?, this.map(|s| mul(g, &s)).transpose()?)
+        }
+        Div => {
+            let other = next();
+            let ga = if na { Some(div(g, &other)?) } else { None };
+            let gb = if nb {
+                let a = next();
+                // torch's div_tensor_other_backward, in its order (float32 rounding follows it)
+                Some(mul(&neg(g)?, &div(&div(&a, &other)?, &other)?)?)
+            } else {
+                None
+            };
+            (ga, gb)
+        }
+        Pow if info.b_number => {
+            let a = next();
+            let e = info.alpha; // the exponent travels in `alpha` for tensor ** number
+            let ga = if e == 0.0 { zeros_like(&a)? } else { mul(g, &mul_s(&pow_s(&a, e - 1.0)?, e)?)? };
+            (Some(ga), None)
+        }
+        Pow if info.a_number => {
+            let e = next();
+            let result = next();
+            let base = info.alpha;
+            let gb = if base == 0.0 {
+                // torch: the gradient is 0 where the exponent is >= 0
+                zero_where(&mul_s(&mul(g, &result)?, f64::NEG_INFINITY)?, &cmp_s(Ge, &e, 0.0)?)?
+            } else {
+                mul_s(&mul(g, &result)?, base.ln())?
+            };
+            (None, Some(gb))
+        }
+        Pow => {
+            let a = next();
+            let e = next();
+            let result = next();
+            let ga = if na {
+                let d = mul(&e, &pow_tensor(&a, &sub_one(&e)?)?)?;
+                Some(zero_where(&mul(g, &d)?, &cmp_s(Eq, &e, 0.0)?)?)
+            } else {
+                None
+            };
+            let gb = if nb {
+                let d = mul(&mul(g, &result)?, &un(crate::ops::unary::UnaryOp::Log, &a)?)?;
+                let zero_base = cmp(LogicalAnd, &cmp_s(Eq, &a, 0.0)?, &Arg::Tensor(cmp_s(Ge, &e, 0.0)?))?;
+                Some(zero_where(&d, &zero_base)?)
+            } else {
+                None
+            };
+            (ga, gb)
+        }
+        Maximum | Minimum => {
+            let (a, b) = (next(), next());
+            let (lose_a, lose_b) = if info.op == Maximum { (Lt, Gt) } else { (Gt, Lt) };
+            let eq = cmp(Eq, &a, &Arg::Tensor(b.clone()))?;
+            let half = where_t(&eq, &mul_s(g, 0.5)?, g)?;
+            let ga = if na { Some(zero_where(&half, &cmp(lose_a, &a, &Arg::Tensor(b.clone()))?)?) } else { None };
+            let gb = if nb { Some(zero_where(&half, &cmp(lose_b, &a, &Arg::Tensor(b.clone()))?)?) } else { None };
+            (ga, gb)
+        }
+        DivFloor | DivTrunc => (na.then(|| zeros_like(g)).transpose()?, nb.then(|| zeros_like(g)).transpose()?),
+        Remainder => {
+            let gb = if nb && !info.b_number {
+                let (a, b) = (next(), next());
+                Some(neg(&mul(g, &binary_raw(DivFloor, &Arg::Tensor(a), &Arg::Tensor(b), None)?)?)?)
+            } else {
+                None
+            };
+            (na.then(|| g.clone()), gb)
+        }
+        _ => (None, None),
+    };
+    let ga = ga.map(|t| sum_to(&t, &info.a_shape)).transpose()?;
+    let gb = gb.map(|t| sum_to(&t, &info.b_shape)).transpose()?;
+    Ok(vec![ga, gb])
+}
+
+fn pow_tensor(a: &Tensor, e: &Tensor) -> Result<Tensor> {
+    binary(BinaryOp::Pow, &Arg::Tensor(a.clone()), &Arg::Tensor(e.clone()), None)
+}
+fn sub_one(e: &Tensor) -> Result<Tensor> {
+    crate::autograd::formulas::add_s(e, -1.0)
+}
+
+fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo {
+    // For number ** tensor and tensor ** number the number rides in `alpha`.
+    let alpha = match (op, a, b) {
+        (BinaryOp::Pow, _, Arg::Scalar(s)) | (BinaryOp::Pow, Arg::Scalar(s), _) => s.to_f64(),
+        _ => alpha.map(|s| s.to_f64()).unwrap_or(1.0),
+    };
+    BinaryInfo {
+        op,
+        alpha,
+        a_shape: a.shape().to_vec(),
+        b_shape: b.shape().to_vec(),
+        a_number: matches!(a, Arg::Scalar(_)),
+        b_number: matches!(b, Arg::Scalar(_)),
+    }
+}
+
+/// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
+pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
+        if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
+            let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;
+            return binary(BinaryOp::Mul, &Arg::Tensor(r), &Arg::Scalar(*s), None);
+        }
+    }
+    let out = binary_raw(op, a, b, alpha)?;
+    if !is_differentiable(op) {
+        return Ok(out);
+    }
+    let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
+    let info = info_of(op, a, b, alpha);
+    save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
+    if saves_result(&info) {
+        rec.save_output("result", &out, 0);
+    }
+    let name = node_name(op, info.a_number, info.b_number);
+    rec.finish(name, &[&out], Box::new(move |ctx| binary_backward(&info, ctx)))?;
+    Ok(out)
+}
+
+/// Differentiable `a.op_(b)`.
+pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
+    let _blame = crate::autograd::blame::op(inplace_name(op));
+    let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
+    let rec = rec.filter(|_| is_differentiable(op));
+    let aa = Arg::Tensor(a.clone());
+    let info = info_of(op, &aa, b, alpha);
+    let mut rec = match rec {
+        Some(mut rec) => {
+            // `self` as the formula needs it is the value *before* the write (R14).
+            let needs_self = matches!(op, BinaryOp::Mul if rec.needs(1)) || matches!(op, BinaryOp::Div if rec.needs(1))
+                || matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::DivFloor | BinaryOp::DivTrunc)
+                || (op == BinaryOp::Remainder && !info.b_number);
+            // torch saves `self.clone()`, a recorded op (an integer self that came to require
+            // grad fails right here, as in torch)
+            let old = if needs_self { crate::ops::copy::clone(a)? } else { a.clone() };
+            save_binary(&mut rec, &info, &old, &wrapped(b)?)?;
+            Some(rec)
+        }
+        None => None,
+    };
+    binary_inplace_raw(op, a, b, alpha)?;
+    if let Some(mut rec) = rec.take() {
+        if saves_result(&info) {
+            rec.save_output("result", a, 0);
+        }
+        let name = node_name(op, false, info.b_number);
+        rec.finish_inplace(name, a, Box::new(move |ctx| binary_backward(&info, ctx)))?;
+    }
+    Ok(())
+}
+
+fn inplace_name(op: BinaryOp) -> &'static str {
+    use BinaryOp::*;
+    match op {
+        Add => "add_", Sub => "sub_", Mul => "mul_", Div | DivFloor | DivTrunc => "div_", Remainder => "remainder_", Pow => "pow_",
+        Maximum => "maximum_", Minimum => "minimum_", _ => "an in-place operation",
+    }
+}

@@ -1,0 +1,97 @@
+//! `addmm`: `beta·self + alpha·(mat1 @ mat2)` and AddmmBackward0.
+
+use crate::autograd::formulas as fm;
+use crate::autograd::Recorder;
+use crate::dtype::Scalar;
+use crate::error::{Error, Result};
+use crate::ops::binary::{binary_raw, BinaryOp};
+use crate::ops::views;
+use crate::ops::Arg;
+use crate::tensor::Tensor;
+use super::{mm, mm_raw};
+
+/// `addmm(self, mat1, mat2, beta, alpha)`: `beta·self + alpha·(mat1 @ mat2)`, `self`
+/// broadcast to the (m×n) product; with beta 0 `self` is ignored (its NaNs too), as torch.
+pub fn addmm_raw(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    for (name, t) in [("mat1", mat1), ("mat2", mat2)] {
+        if t.ndim() != 2 {
+            return Err(Error::Runtime(format!("{} must be a matrix, got {}-D tensor", name, t.ndim())));
+        }
+    }
+    let (m, k, k2, n) = (mat1.shape()[0], mat1.shape()[1], mat2.shape()[0], mat2.shape()[1]);
+    if k != k2 {
+        return Err(Error::Runtime(format!("mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", m, k, k2, n)));
+    }
+    for (name, t) in [("self", this), ("mat1", mat1)] {
+        if t.dtype() != mat2.dtype() {
+            return Err(Error::Runtime(format!(
+                "{} and mat2 must have the same dtype, but got {} and {}",
+                name,
+                t.dtype().scalar_type_name(),
+                mat2.dtype().scalar_type_name()
+            )));
+        }
+    }
+    let expanded = views::expand_raw(this, &[m as i64, n as i64])?;
+    let product = mm_raw(mat1, mat2)?;
+    if beta.to_f64() == 0.0 {
+        return binary_raw(BinaryOp::Mul, &Arg::Tensor(product), &Arg::Scalar(alpha), None);
+    }
+    let scaled = if beta.to_f64() == 1.0 { expanded } else { binary_raw(BinaryOp::Mul, &Arg::Tensor(expanded), &Arg::Scalar(beta), None)? };
+    binary_raw(BinaryOp::Add, &Arg::Tensor(scaled), &Arg::Tensor(product), Some(alpha))
+}
+
+/// Differentiable `addmm` (AddmmBackward0): `sum_to(beta·grad, self)`, `alpha·grad @ mat2.T`,
+/// `alpha·mat1.T @ grad`; each matrix is saved only for the other's gradient.
+pub fn addmm(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(this), Some(mat1), Some(mat2)])?;
+    let out = addmm_raw(this, mat1, mat2, beta, alpha)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    if rec.needs(2) {
+        rec.save("mat1", mat1)?;
+    }
+    if rec.needs(1) {
+        rec.save("mat2", mat2)?;
+    }
+    rec.value("alpha", fmt_scalar(alpha));
+    rec.value("beta", fmt_scalar(beta));
+    let self_shape = this.shape().to_vec();
+    let (b, a) = (beta.to_f64(), alpha.to_f64());
+    let scale = move |t: Tensor, s: f64| if s == 1.0 { Ok(t) } else { fm::mul_s(&t, s) };
+    rec.finish("AddmmBackward0", &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        let mut saved = ctx.saved.iter().cloned();
+        let mat1 = if ctx.needs(2) { saved.next() } else { None };
+        let mat2 = if ctx.needs(1) { saved.next() } else { None };
+        let gs = if ctx.needs(0) { Some(fm::sum_to(&scale(g.clone(), b)?, &self_shape)?) } else { None };
+        let g1 = mat2.map(|m| scale(mm(g, &views::t(&m)?)?, a)).transpose()?;
+        let g2 = mat1.map(|m| scale(mm(&views::t(&m)?, g)?, a)).transpose()?;
+        Ok(vec![gs, g1, g2])
+    }))?;
+    Ok(out)
+}
+
+/// A scalar as Python prints it (`1`, `0.5`, `True`).
+fn fmt_scalar(s: Scalar) -> String {
+    match s {
+        Scalar::Bool(b) => if b { "True".into() } else { "False".into() },
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Float(f) => format!("{:?}", f),
+    }
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn addmm_passes_gradcheck_and_sums_self_back() {
+        let f: &dyn Fn(&[Tensor]) -> Result<Tensor> = &|t| addmm(&t[0], &t[1], &t[2], Scalar::Float(0.5), Scalar::Float(2.0));
+        let (s, a, b) = (rand_leaf(&[3], 60), rand_leaf(&[2, 4], 61), rand_leaf(&[4, 3], 62));
+        assert_eq!(node_name(&f(&[s.clone(), a.clone(), b.clone()]).unwrap()), "AddmmBackward0");
+        gradcheck("addmm", f, &[s, a, b], true);
+        let err = addmm_raw(&vals(values(2, 63), &[2]), &vals(values(8, 64), &[2, 4]), &vals(values(12, 65), &[4, 3]), Scalar::Int(1), Scalar::Int(1));
+        assert!(err.unwrap_err().to_string().contains("The expanded size"));
+    }
+}

@@ -1,0 +1,196 @@
+//! `nll_loss` over (N, C) or (N, C, d1, ...) inputs (NllLossBackward0 / NllLoss2DBackward0):
+//! class weights, `ignore_index`, the f64 forward and the backward formula.
+
+use crate::autograd::formulas as fm;
+use crate::autograd::Recorder;
+use crate::dtype::DType;
+use crate::error::{fmt_shape, Error, Result};
+use crate::ops::norm::{f64s, from_f64s};
+use crate::ops::views;
+use crate::tensor::Tensor;
+use super::Reduction;
+
+/// Validated arguments of one nll kernel call, viewing the input as (N, C, S).
+struct NllShape {
+    n: usize,
+    c: usize,
+    s: usize,
+    out_shape: Vec<usize>,
+}
+
+fn check_target_dtype(target: &Tensor) -> Result<()> {
+    if target.dtype() != DType::Int64 {
+        return Err(Error::Runtime(format!("expected target dtype to be Long or Byte, but got {}", target.dtype().scalar_type_name())));
+    }
+    Ok(())
+}
+
+/// The kernel: per-element losses `-w[t] * x[t]` (0 where ignored) and the total weight.
+fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape) -> Result<(Vec<f64>, f64)> {
+    check_target_dtype(target)?;
+    if let Some(w) = weight {
+        if w.dtype() != x.dtype() {
+            return Err(Error::Runtime(format!("expected scalar type {} but found {}", x.dtype().scalar_type_name(), w.dtype().scalar_type_name())));
+        }
+    }
+    let xs = f64s(x)?;
+    let ts = target.to_vec::<i64>()?;
+    let ws = weight.map(f64s).transpose()?;
+    let mut losses = Vec::with_capacity(sh.n * sh.s);
+    let mut total = 0.0;
+    for i in 0..sh.n {
+        for j in 0..sh.s {
+            let cls = ts[i * sh.s + j];
+            if cls == ignore_index {
+                losses.push(0.0);
+                continue;
+            }
+            if cls < 0 || cls as usize >= sh.c {
+                return Err(Error::Index(format!("Target {} is out of bounds.", cls)));
+            }
+            let w = ws.as_ref().map_or(1.0, |w| w[cls as usize]);
+            total += w;
+            losses.push(-w * xs[(i * sh.c + cls as usize) * sh.s + j]);
+        }
+    }
+    Ok((losses, total))
+}
+
+/// The coefficient tensor of the input gradient: `-w[t] / scale` at each target position.
+fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType) -> Result<Tensor> {
+    let ts = target.to_vec::<i64>()?;
+    let ws = weight.map(f64s).transpose()?;
+    let mut coef = crate::alloc::try_vec(sh.n * sh.c * sh.s, 0.0f64)?;
+    for i in 0..sh.n {
+        for j in 0..sh.s {
+            let cls = ts[i * sh.s + j];
+            if cls != ignore_index {
+                let w = ws.as_ref().map_or(1.0, |w| w[cls as usize]);
+                coef[(i * sh.c + cls as usize) * sh.s + j] = -w / scale;
+            }
+        }
+    }
+    from_f64s(coef, &[sh.n * sh.c * sh.s], dtype)
+}
+
+/// Runs the kernel and records `name` (NllLossBackward0 / NllLoss2DBackward0).
+fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64, sh: NllShape) -> Result<Tensor> {
+    let (losses, total) = nll_values(x, target, weight, ignore_index, &sh)?;
+    let out = match r {
+        Reduction::None => from_f64s(losses, &sh.out_shape, x.dtype())?,
+        Reduction::Sum => from_f64s(vec![losses.iter().sum()], &[], x.dtype())?,
+        Reduction::Mean => from_f64s(vec![losses.iter().sum::<f64>() / total], &[], x.dtype())?,
+    };
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    let total_weight = from_f64s(vec![total], &[], x.dtype())?;
+    rec.value("ignore_index", ignore_index);
+    rec.value("reduction", r as i64);
+    rec.save("self", x)?;
+    rec.save("target", target)?;
+    rec.save("total_weight", &total_weight)?;
+    if let Some(w) = weight {
+        rec.save("weight", w)?;
+    }
+    let has_w = weight.is_some();
+    let in_shape = x.shape().to_vec();
+    rec.finish(name, &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        let target = ctx.saved(1);
+        let w = has_w.then(|| ctx.saved(3));
+        let scale = if r == Reduction::Mean { ctx.saved(2).item()?.to_f64() } else { 1.0 };
+        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype())?;
+        let coef = views::view_raw(&coef, &in_shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
+        // A per-sample gradient (reduction none) broadcasts over the class dim.
+        let g = if r == Reduction::None && in_shape.len() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
+        Ok(vec![Some(fm::mul(&g, &coef)?)])
+    }))?;
+    Ok(out)
+}
+
+/// `nll_loss` of a (C) or (N, C) input.
+fn nll_loss_2d_input(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64) -> Result<Tensor> {
+    if target.ndim() > 1 {
+        return Err(Error::Runtime("0D or 1D target tensor expected, multi-target not supported".into()));
+    }
+    let no_batch = x.ndim() == 1 && target.ndim() == 0;
+    if !no_batch && (target.ndim() == 0 || x.shape()[0] != target.shape()[0]) {
+        return Err(Error::Runtime(format!("size mismatch (got input: {}, target: {})", fmt_shape(x.shape()), fmt_shape(target.shape()))));
+    }
+    let c = x.shape()[x.ndim() - 1];
+    if let Some(w) = weight {
+        if w.ndim() != 1 || w.numel() != c {
+            return Err(Error::Runtime(format!(
+                "weight tensor should be defined either for all {} classes or no classes but got weight tensor of shape: {}",
+                c,
+                fmt_shape(w.shape())
+            )));
+        }
+    }
+    let n = if x.ndim() == 1 { 1 } else { x.shape()[0] };
+    let out_shape = if x.ndim() == 1 { vec![] } else { vec![n] };
+    nll_record("NllLossBackward0", x, target, weight, r, ignore_index, NllShape { n, c, s: 1, out_shape })
+}
+
+/// `nll_loss2d` of an (N, C, H, W) input.
+fn nll_loss_4d_input(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64) -> Result<Tensor> {
+    if target.ndim() != 3 {
+        return Err(Error::Runtime(format!("only batches of spatial targets supported (3D tensors) but got targets of dimension: {}", target.ndim())));
+    }
+    let c = x.shape()[1];
+    if weight.is_some_and(|w| w.numel() != c) {
+        return Err(Error::Runtime("weight tensor should be defined either for all or no classes".into()));
+    }
+    let (xs, ts) = (x.shape(), target.shape());
+    if xs[0] != ts[0] || xs[2] != ts[1] || xs[3] != ts[2] {
+        return Err(Error::Runtime(format!("size mismatch (got input: {} , target: {}", fmt_shape(xs), fmt_shape(ts))));
+    }
+    let sh = NllShape { n: xs[0], c, s: xs[2] * xs[3], out_shape: ts.to_vec() };
+    nll_record("NllLoss2DBackward0", x, target, weight, r, ignore_index, sh)
+}
+
+/// `nll_loss` for any input rank (torch's nll_loss_nd): (C), (N, C), (N, C, d1, ...).
+pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64) -> Result<Tensor> {
+    crate::autograd::record::precheck(&[Some(x)])?;
+    if x.ndim() < 1 {
+        return Err(Error::Value(format!("Expected 1 or more dimensions (got {})", x.ndim())));
+    }
+    let target_batch = target.shape().first().copied().unwrap_or(0);
+    if x.ndim() != 1 && x.shape()[0] != target_batch {
+        return Err(Error::Value(format!("Expected input batch_size ({}) to match target batch_size ({}).", x.shape()[0], target_batch)));
+    }
+    if x.ndim() != 1 && target.ndim() == 0 {
+        return Err(Error::Index("Dimension specified as 0 but tensor has no dimensions".into()));
+    }
+    if x.ndim() == 1 && target.ndim() == 1 {
+        if target.shape()[0] != 1 {
+            return Err(Error::Value(format!("For 1D input, 1D target must have size 1, but got target size: {}", target.shape()[0])));
+        }
+        return nll_loss_2d_input(x, &views::reshape_raw(target, &[])?, weight, r, ignore_index);
+    }
+    match x.ndim() {
+        1 | 2 => nll_loss_2d_input(x, target, weight, r, ignore_index),
+        4 => nll_loss_4d_input(x, target, weight, r, ignore_index),
+        _ => {
+            // torch views (N, C, d1, d2, ...) as (N, C, 1, d1*d2*...) and back.
+            let (n, c) = (x.shape()[0], x.shape()[1]);
+            let mut out_size = vec![n];
+            out_size.extend_from_slice(&x.shape()[2..]);
+            if target.shape().get(1..) != Some(&x.shape()[2..]) {
+                return Err(Error::Runtime(format!("Expected target size {}, got {}", fmt_shape(&out_size), fmt_shape(target.shape()))));
+            }
+            let xc = crate::ops::copy::contiguous(x)?;
+            let tc = crate::ops::copy::contiguous_raw(target)?;
+            let (xv, tv) = if x.numel() > 0 {
+                (views::view(&xc, &[n as i64, c as i64, 1, -1])?, views::view_raw(&tc, &[n as i64, 1, -1])?)
+            } else {
+                (views::view(&xc, &[n as i64, c as i64, 0, 0])?, views::view_raw(&tc, &[n as i64, 0, 0])?)
+            };
+            let out = nll_loss_4d_input(&xv, &tv, weight, r, ignore_index)?;
+            if r == Reduction::None {
+                views::view(&out, &out_size.iter().map(|&d| d as i64).collect::<Vec<_>>())
+            } else {
+                Ok(out)
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! `sum`, `mean`, `prod`: sum's dtype rule (integers and bool sum to int64), SumBackward0/1 and
+//! MeanBackward0/1 (the gradient expanded back over the reduced dims), ProdBackward0/1 (saves
+//! self and result; zeros are handled so that double backward is right).
+
+use crate::autograd::formulas as fm;
+use crate::autograd::Recorder;
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::kernels::reducers::SumProd;
+use crate::ops::binary::{self, BinaryOp};
+use crate::ops::{views, Arg as OpArg};
+use crate::shape::wrap_dim;
+use crate::tensor::Tensor;
+use crate::dispatch;
+use super::{all, dim_mask, float_mask, num, out_ptr, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, run, tensor_arg, DimCheck};
+
+/// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
+pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
+    let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
+    Ok(sum_prod::<false>(x, &mask, keepdim, out_dtype, false)?)
+}
+
+/// `prod()` or `prod(dim, keepdim)`, with sum's dtype rule.
+pub fn prod_raw(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let dims: Option<Vec<i64>> = dim.map(|d| vec![d]);
+    let mask = dim_mask(dims.as_deref(), x.ndim(), true, DimCheck::WrapAllFirst)?;
+    let out_dtype = dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() });
+    Ok(sum_prod::<true>(x, &mask, keepdim && dim.is_some(), out_dtype, false)?)
+}
+
+/// `mean(dim, keepdim, dtype=)`: floating inputs (or a floating `dtype`) only.
+pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let (what, d) = match dtype {
+        Some(d) => ("Optional", d),
+        None => ("Input", x.dtype()),
+    };
+    if !d.is_floating() {
+        return Err(Error::Runtime(format!(
+            "mean(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
+            what,
+            d.scalar_type_name()
+        )));
+    }
+    let mask = dim_mask(dims, x.ndim(), true, DimCheck::WrapAllFirst)?;
+    Ok(sum_prod::<false>(x, &mask, keepdim, d, true)?)
+}
+
+fn sum_prod<const PROD: bool>(x: &Tensor, mask: &[bool], keepdim: bool, out_dtype: DType, is_mean: bool) -> crate::error::Result<Tensor> {
+    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), out_dtype)?;
+    let div = is_mean.then(|| reduced_numel(x.shape(), mask) as f64);
+    dispatch!(x.dtype(), T => dispatch!(out_dtype, D => {
+        run(SumProd::<T, D, PROD>::new(out_ptr::<D>(&out), div), x, mask)
+    }));
+    Ok(out)
+}
+
+fn div_s(a: &Tensor, v: f64) -> Result<Tensor> {
+    binary::binary(BinaryOp::Div, &OpArg::Tensor(a.clone()), &OpArg::Scalar(Scalar::Float(v)), None)
+}
+
+fn any_true(m: &Tensor) -> Result<bool> {
+    Ok(all(m, None, false, false)?.item()?.to_bool())
+}
+
+/// Differentiable `sum(dim, keepdim, dtype=)`: SumBackward0 (no dims) / SumBackward1; the
+/// gradient is expanded back over the reduced dims.
+pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
+    let out = sum_raw(x, dims, keepdim, dtype)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    let name = if dims.is_none() && !keepdim { "SumBackward0" } else { "SumBackward1" };
+    if name == "SumBackward1" {
+        rec.value("dim", py_opt_ints(dims));
+        rec.value("keepdim", py_bool(keepdim));
+    }
+    rec.value("self_sym_sizes", py_ints(x.shape()));
+    let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
+    let shape = x.shape().to_vec();
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?)])))?;
+    Ok(out)
+}
+
+/// Differentiable `mean`: MeanBackward0 / MeanBackward1, the expanded gradient over the count.
+pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
+    let out = mean_raw(x, dims, keepdim, dtype)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    let name = if dims.is_none() && !keepdim { "MeanBackward0" } else { "MeanBackward1" };
+    if name == "MeanBackward1" {
+        rec.value("dim", py_opt_ints(dims));
+        rec.value("keepdim", py_bool(keepdim));
+    }
+    rec.value("self_sym_numel", x.numel());
+    rec.value("self_sym_sizes", py_ints(x.shape()));
+    let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
+    let shape = x.shape().to_vec();
+    let n = rd.iter().map(|&d| shape[d]).product::<usize>() as f64;
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(&div_s(ctx.grad(), n)?, &shape, &rd, keepdim)?)])))?;
+    Ok(out)
+}
+
+/// torch's prod_backward: `grad * result / self` when no element is zero; otherwise each
+/// element gets the product of the others in its slice, built so that its own derivatives
+/// (double backward) are right too: `Q / x1 * W`, with `x1` the input with zeros replaced by
+/// one, `Q = prod(x1)` and `W` the product of the *other* zeros of the slice (1 without zeros,
+/// the zero element itself for the others of a one-zero slice, ...).
+fn prod_backward(g: &Tensor, x: &Tensor, r: &Tensor, dim: Option<usize>, keepdim: bool) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        return Ok(g.clone());
+    }
+    let (g, r) = match dim {
+        Some(d) if !keepdim => (views::unsqueeze(g, d as i64)?, views::unsqueeze(r, d as i64)?),
+        _ => (g.clone(), r.clone()),
+    };
+    let zero = fm::cmp_s(BinaryOp::Eq, x, 0.0)?;
+    if !any_true(&zero)? {
+        return fm::mul(&g, &fm::div(&r, x)?);
+    }
+    // The slice each element belongs to: its dim, or everything (an empty list reduces all).
+    let sdims: Vec<i64> = dim.map(|d| vec![d as i64]).unwrap_or_default();
+    let sdims = Some(sdims.as_slice());
+    let x1 = binary::where_(&zero, &num(1.0), &tensor_arg(x))?;
+    let q = match dim {
+        Some(d) => prod(&x1, Some(d as i64), true, None)?,
+        None => prod(&x1, None, false, None)?,
+    };
+    let count = sum_raw(&zero, sdims, true, None)?;
+    let s = sum(&fm::mul(x, &float_mask(&zero, x.dtype())?)?, sdims, true, None)?;
+    let is = |v: f64| fm::cmp_s(BinaryOp::Eq, &count, v);
+    let w1 = binary::where_(&zero, &num(1.0), &tensor_arg(&s))?;
+    let w2 = binary::where_(&zero, &tensor_arg(&fm::sub(&s, x)?), &num(0.0))?;
+    let w = binary::where_(&is(2.0)?, &tensor_arg(&w2), &num(0.0))?;
+    let w = binary::where_(&is(1.0)?, &tensor_arg(&w1), &tensor_arg(&w))?;
+    let w = binary::where_(&is(0.0)?, &num(1.0), &tensor_arg(&w))?;
+    fm::mul(&g, &fm::mul(&fm::div(&q, &x1)?, &w)?)
+}
+
+/// Differentiable `prod`: ProdBackward0 (all) / ProdBackward1 (one dim); saves self and result.
+pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let rec = Recorder::new(&[Some(x)])?;
+    let out = prod_raw(x, dim, keepdim, dtype)?;
+    let Some(mut rec) = rec else { return Ok(out) };
+    let name = if dim.is_some() { "ProdBackward1" } else { "ProdBackward0" };
+    if let Some(d) = dim {
+        rec.value("dim", d);
+        rec.value("keepdim", py_bool(keepdim));
+    }
+    rec.save("self", x)?;
+    rec.save_output("result", &out, 0);
+    let wd = match dim {
+        Some(d) if x.ndim() > 0 => Some(wrap_dim(d, x.ndim())?),
+        _ => None,
+    };
+    let kd = keepdim && dim.is_some();
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(prod_backward(ctx.grad(), ctx.saved(0), ctx.saved(1), wd, kd)?)])))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod grad_tests {
+    use super::*;
+    use crate::ops::reduce::testing::*;
+
+    #[test]
+    fn sum_mean_names_and_gradients() {
+        let x = leaf(vec![1., 2., 3., 4., 5., 6.], &[2, 3]);
+        let s = sum(&x, None, false, None).unwrap();
+        assert_eq!(node_name(&s), "SumBackward0");
+        let s1 = sum(&x, Some(&[1]), false, None).unwrap();
+        assert_eq!(node_name(&s1), "SumBackward1");
+        backward(&s1, Some(vals(vec![1., 2.], &[2])));
+        assert_eq!(grad(&x), vec![1., 1., 1., 2., 2., 2.]);
+        let m = mean(&x, Some(&[0]), true, None).unwrap();
+        assert_eq!(node_name(&m), "MeanBackward1");
+        x.set_grad(None);
+        backward(&m, Some(vals(vec![2., 4., 6.], &[1, 3])));
+        assert_eq!(grad(&x), vec![1., 2., 3., 1., 2., 3.]);
+        // sum(dtype=float32) of a float64 input: the gradient comes back as float64.
+        x.set_grad(None);
+        let s = sum(&x, None, false, Some(DType::Float32)).unwrap();
+        backward(&s, None);
+        assert_eq!(grad(&x), vec![1.; 6]);
+    }
+
+    #[test]
+    fn prod_with_and_without_zeros() {
+        let x = leaf(vec![1., 0., 3., 0., 0., 2., 1., 2., 3.], &[3, 3]);
+        let p = prod(&x, Some(1), false, None).unwrap();
+        assert_eq!(node_name(&p), "ProdBackward1");
+        backward(&p, None);
+        assert_eq!(grad(&x), vec![0., 3., 0., 0., 0., 0., 6., 3., 2.]);
+        let y = leaf(vec![2., 3., 4.], &[3]);
+        let p = prod(&y, None, false, None).unwrap();
+        assert_eq!(node_name(&p), "ProdBackward0");
+        backward(&p, None);
+        assert_eq!(grad(&y), vec![12., 8., 6.]);
+        // Second derivative through a single zero: d2/dx0 dx1 of x0*x1*x2 at (0, 2, 5) is x2.
+        let z = leaf(vec![0., 2., 5.], &[3]);
+        let p = prod(&z, None, false, None).unwrap();
+        let g = grad_graph(&p, &[&z]).remove(0);
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![10., 0., 0.]);
+        let gg = grad_graph(&sum(&g, None, false, None).unwrap(), &[&z]).remove(0);
+        assert_eq!(gg.to_vec::<f64>().unwrap(), vec![7., 5., 2.]);
+    }
+}
