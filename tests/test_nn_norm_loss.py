@@ -2,7 +2,7 @@
 and second order), grad_fn names, running statistics and their `_version`, and error texts.
 
 Shapes, flags and reductions are drawn by hypothesis; values come from a seeded NumPy generator
-(the draws stay small and the comparisons exact enough: float64 at 1e-10, float32 at 1e-4).
+(the draws stay small and the comparisons exact enough: float64 at 1e-10 absolute and 1e-9 relative, float32 at 1e-4).
 """
 
 import warnings
@@ -37,8 +37,10 @@ def pair(arr, dtype="float64", grad=False):
 
 def close(m, t, dtype="float64"):
     assert tuple(m.shape) == tuple(t.shape), (m.shape, t.shape)
-    tol = 1e-10 if dtype == "float64" else 1e-4
-    np.testing.assert_allclose(m.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol, equal_nan=True)
+    # float64: 1e-10 absolute, 1e-9 relative (second-order BCE gradients, 1/(x(1-x))^2 terms
+    # summed in torch's order vs ours, differ by ~1e-10 relative on some draws)
+    rtol, atol = (1e-9, 1e-10) if dtype == "float64" else (1e-4, 1e-4)
+    np.testing.assert_allclose(m.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol, equal_nan=True)
 
 
 def check(f_m, f_t, inputs, dtype="float64", seed=0, second_order=False):

@@ -58,7 +58,7 @@ impl<'a> Operand<'a> {
 #[allow(clippy::too_many_arguments)]
 fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a: &Operand, b: &Operand, dtype: DType) -> Result<Tensor> {
     let count: usize = batch.iter().product();
-    if count * m * n == 0 {
+    if count == 0 || m == 0 || n == 0 {
         return Ok(Tensor::empty(out_shape, dtype)?);
     }
     if k == 0 {

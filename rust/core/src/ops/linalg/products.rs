@@ -116,7 +116,7 @@ pub(super) fn batched_product(a: &Operand, b: &Operand, batch: &[usize], count: 
         )));
     }
     let (da, db) = (a.t.dtype(), b.t.dtype());
-    if count * m * n != 0 && k != 0 {
+    if count != 0 && m != 0 && n != 0 && k != 0 {
         if da == DType::Bool {
             return Err(not_implemented("bmm", da));
         }
