@@ -151,7 +151,7 @@ def test_clip_grad_norm_leaves_parameters_leaves_and_runs_under_no_grad():
 
 def test_clip_after_backward_bumps_the_grad_once_more_than_backward_did():
     """Version deltas from a real backward pass (the absolute numbers depend on how backward stored
-    the gradient, see the xfail below)."""
+    the gradient, see the next test)."""
     deltas = {}
     for L in LIBS:
         lin = L.nn.Linear(3, 2)
@@ -163,14 +163,19 @@ def test_clip_after_backward_bumps_the_grad_once_more_than_backward_did():
     assert deltas[mg] == deltas[torch] == [3, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="core: AccumulateGrad stores an expanded (stride-0) first gradient "
-                   "without torch's empty_strided + copy_, so .grad starts at version 0 instead of 1")
-def test_grad_version_after_backward_of_a_sum_matches_torch():
+@pytest.mark.parametrize("make", [
+    lambda L: L.ones(3, requires_grad=True),                        # dense leaf: empty_strided + copy_
+    lambda L: L.ones(3, 4).t().requires_grad_(),                    # dense, transposed
+    lambda L: L.ones(4, 6)[:, ::2].detach().requires_grad_(),       # not dense: clone()
+])
+def test_grad_version_after_backward_of_a_sum_matches_torch(make):
     versions = []
     for L in LIBS:
-        x = L.ones(3, requires_grad=True)
+        x = make(L)
         x.sum().backward()
-        versions.append(x.grad._version)
+        first = x.grad._version
+        x.sum().backward()
+        versions.append((first, x.grad._version))
     assert versions[0] == versions[1]
 
 

@@ -83,11 +83,17 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
         && g.strides() == copy::preserved_layout(variable).strides.as_slice()
 }
 
-/// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense.
+/// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense. torch
+/// makes that copy with `new_empty_strided(...).copy_(g)`, an in-place write, so such a `.grad`
+/// starts at version 1; the other branch is a plain `clone()` (version 0).
 fn clone_like(g: &Tensor, variable: &Tensor) -> crate::error::Result<Tensor> {
-    let layout = if is_non_overlapping_and_dense(&variable.layout) { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
+    let dense = is_non_overlapping_and_dense(&variable.layout);
+    let layout = if dense { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
     let out = copy::empty_with_layout(&layout, variable.dtype())?;
     copy::copy_kernel(&out, g);
+    if dense {
+        out.version.bump();
+    }
     Ok(out)
 }
 
