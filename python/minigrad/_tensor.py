@@ -374,7 +374,7 @@ class Tensor(*MIXINS, _C.TensorBase):
         return iter(self.unbind(0))
 
     def __repr__(self):
-        return tensor_repr(self)
+        return tensor_repr(self, type(self) is Tensor)
 
     def __format__(self, spec):
         if self.dim() == 0 and type(self) is Tensor:

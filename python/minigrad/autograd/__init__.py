@@ -5,6 +5,8 @@ The graph, the engine, saved tensors and the in-place rules live in the Rust cor
 modes, custom `Function`s, anomaly mode, `gradcheck`, and graph introspection."""
 
 from .. import _C
+from .._creation import ones_like, zeros_like
+from .._tensor import Tensor
 from . import graph  # noqa: F401  (registers the node classes with the core)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .function import Function, FunctionCtx, once_differentiable
@@ -21,7 +23,6 @@ __all__ = [
 def _as_tuple(x):
     if x is None:
         return ()
-    from .._tensor import Tensor
     if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
@@ -30,7 +31,6 @@ def _as_tuple(x):
 def _make_grads(outputs, grads, is_grads_batched=False):
     """torch's _make_grads: explicit gradients are shape-checked; implicit ones are ones for
     single-element outputs only (R51)."""
-    from .. import ones_like
     new = []
     for out, g in zip(outputs, grads):
         if g is not None:
@@ -103,7 +103,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, r in enumerate(result):
         if r is None:
             if materialize_grads:
-                from .. import zeros_like
                 result[i] = zeros_like(inputs_tuple[i])
             elif not allow_unused:
                 raise RuntimeError(
