@@ -10,7 +10,7 @@ import torch
 from hypothesis import assume, given, strategies as st
 
 import minigrad as mg
-from minigrad._tensor import UNARY_OPS
+from minigrad._ops.elementwise import UNARY_OPS
 from parity import (
     ALL_DTYPES, DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_same, check_parity, make_pair, pairs, recipes,
     run_both, values,

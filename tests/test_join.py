@@ -410,9 +410,9 @@ def test_large_scatter_add_and_gather_are_deterministic():
 
 
 def test_scatter_reduce_with_tensor_src_warns_once_like_torch():
-    from minigrad import _linalg_methods
+    from minigrad._ops import linalg
 
-    _linalg_methods._REDUCE_WARNED.clear()
+    linalg._REDUCE_WARNED.clear()
     with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src is deprecated"):
         mg.zeros(3).scatter(0, mg.tensor([0]), mg.ones(1), reduce="add")
     import warnings

@@ -18,7 +18,9 @@ from ._formatting import set_printoptions
 from ._random import Generator, default_generator, randperm
 from ._size import Size
 from ._tensor import Tensor
-from ._functions import *  # noqa: F401,F403  (module-level ops: minigrad.add, minigrad.exp, ...)
+from . import _ops
+
+globals().update(_ops.FUNCTIONS)  # the module-level ops, minigrad.add, minigrad.exp, ... (python/minigrad/_ops/)
 from . import memory  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401

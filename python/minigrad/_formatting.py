@@ -20,6 +20,8 @@ import dataclasses
 import math
 from contextlib import contextmanager
 
+from . import _C
+
 
 @dataclasses.dataclass
 class _PrintOptions:
@@ -179,11 +181,12 @@ def _size_str(shape):
     return "size=" + str(tuple(shape))
 
 
-def tensor_repr(t):
-    from ._tensor import Tensor
-
+def tensor_repr(t, plain):
+    """repr(t). `plain`: t's class is minigrad.Tensor itself (the caller, Tensor.__repr__, knows; this
+    module sits below the class). Plain tensors and Parameters print as `tensor(`, other subclasses
+    under their class name."""
     cls = type(t)
-    prefix = "tensor(" if cls is Tensor or cls.__name__ == "Parameter" else f"{cls.__name__}("
+    prefix = "tensor(" if plain or cls.__name__ == "Parameter" else f"{cls.__name__}("
     indent = len(prefix)
     suffixes = []
     dtype = t.dtype
@@ -215,7 +218,5 @@ def tensor_repr(t):
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
 
-
-from . import _C  # noqa: E402
 
 _DEFAULT_DTYPES = (_C.float32, _C.int64, _C.bool)

@@ -5,6 +5,9 @@ The graph, the engine, saved tensors and the in-place rules live in the Rust cor
 modes, custom `Function`s, anomaly mode, `gradcheck`, and graph introspection."""
 
 from .. import _C
+from .._creation import ones_like as _ones_like, zeros_like as _zeros_like
+from .._ops.registry import method as _method
+from .._tensor import Tensor as _Tensor
 from . import graph  # noqa: F401  (registers the node classes with the core)
 from . import functional  # noqa: F401  (jacobian, hessian, vjp, jvp, hvp, vhp)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
@@ -22,8 +25,7 @@ __all__ = [
 def _as_tuple(x):
     if x is None:
         return ()
-    from .._tensor import Tensor
-    if isinstance(x, (Tensor, graph.GradientEdge)):
+    if isinstance(x, (_Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -31,7 +33,6 @@ def _as_tuple(x):
 def _make_grads(outputs, grads, is_grads_batched=False):
     """torch's _make_grads: explicit gradients are shape-checked; implicit ones are ones for
     single-element outputs only (R51)."""
-    from .. import ones_like
     new = []
     for out, g in zip(outputs, grads):
         if g is not None:
@@ -50,7 +51,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out.dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                new.append(ones_like(out))
+                new.append(_ones_like(out))
             else:
                 new.append(None)
     return new
@@ -80,6 +81,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _C._run_backward(list(tensors), grads, bool(retain_graph), bool(create_graph), list(inputs), True)
 
 
+@_method(name="backward")
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates d(self)/d(leaf) into every leaf's `.grad` (see minigrad.autograd.backward)."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+@_method(name="register_hook")
+def _tensor_register_hook(self, hook):
+    """`hook(grad)` runs when this tensor's gradient is computed; it may return a new one."""
+    return graph.RemovableHandle(self, self._register_hook(hook))
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` w.r.t. `inputs`, returned (`.grad` is not touched, R49)."""
@@ -104,8 +117,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, r in enumerate(result):
         if r is None:
             if materialize_grads:
-                from .. import zeros_like
-                result[i] = zeros_like(inputs_tuple[i])
+                result[i] = _zeros_like(inputs_tuple[i])
             elif not allow_unused:
                 raise RuntimeError(
                     f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."

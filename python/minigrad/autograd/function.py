@@ -4,6 +4,8 @@
 `<Name>Backward`, exactly as `type(y.grad_fn).__name__` shows in torch."""
 
 from .. import _C
+from .._creation import zeros
+from .._tensor import Tensor
 from .grad_mode import no_grad
 from .graph import Node
 
@@ -59,7 +61,6 @@ class BackwardCFunction(Node, FunctionCtx):
             self._unpacked = None
 
     def _run_backward(self, grads):
-        from .. import zeros
         if self.materialize_grads:
             grads = tuple(
                 zeros(*shape, dtype=dtype) if g is None and shape is not None else g
@@ -100,7 +101,6 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .._tensor import Tensor
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx._input_shapes = tuple(a.shape if isinstance(a, Tensor) else None for a in args)

@@ -6,13 +6,13 @@
 """
 
 from .. import _C
+from .._creation import empty
 from .._tensor import Tensor
 
 
 class Parameter(Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from .._creation import empty
             data = empty(0)
         return _C._make_subclass(cls, data, requires_grad)
 

@@ -1,7 +1,7 @@
 """Adam (and, with decoupled weight decay, AdamW) — torch.optim.Adam."""
 
 from .. import _creation
-from .. import float32
+from .._C import float32
 from . import _inplace
 from .optimizer import Optimizer, _call_closure, _check_unsupported, _run_without_grad
 

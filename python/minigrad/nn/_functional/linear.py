@@ -4,7 +4,6 @@ contiguous input with bias is flattened to 2-D, `addmm`-ed and viewed back (View
 otherwise `matmul` then an in-place `add_` of the bias (AddBackward0, version bumped).
 """
 
-from ..._linalg_methods import addmm
 from .activation import _tensor
 
 __all__ = ["linear"]
@@ -16,12 +15,12 @@ def linear(input, weight, bias=None):
     if bias is not None:
         _tensor("linear", bias, "bias", 3)
     if bias is not None and input.dim() == 2:
-        return addmm(bias, input, weight.t())
+        return bias.addmm(input, weight.t())
     if bias is not None and input.dim() >= 1 and input.is_contiguous():
         rows = 1
         for s in input.shape[:-1]:
             rows *= s
-        out = addmm(bias, input.reshape(rows, input.shape[-1]), weight.t())
+        out = bias.addmm(input.reshape(rows, input.shape[-1]), weight.t())
         return out.view(*input.shape[:-1], out.shape[1])
     output = input.matmul(weight.t())
     if bias is not None:

@@ -11,6 +11,7 @@ import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
+from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter
 
 __all__ = ["Module"]
@@ -348,7 +349,6 @@ class Module:
         objects (as torch: `param.data = fn(param)`), and so do their gradients."""
         for module in self.children():
             module._apply(fn)
-        from ...autograd.grad_mode import no_grad
         for key, param in self._parameters.items():
             if param is None:
                 continue
@@ -486,7 +486,6 @@ class Module:
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
                        if v is not None}
-        from ...autograd.grad_mode import no_grad
         for name, param in local_state.items():
             key = prefix + name
             if key not in state_dict:

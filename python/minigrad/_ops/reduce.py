@@ -1,18 +1,21 @@
-"""Reductions and softmax as Tensor methods (sum, mean, prod, max/min, amax/amin, argmax/argmin,
-var/std, norm, logsumexp, all/any, count_nonzero, softmax/log_softmax).
+"""Reductions and softmax (sum, mean, prod, max/min, amax/amin, argmax/argmin, var/std, norm,
+logsumexp, all/any, count_nonzero, softmax/log_softmax): each written once, as the Tensor method,
+and registered with its module function (`minigrad.sum(input, ...)` is `input.sum(...)`).
 
 This file resolves torch's overloads (`max()`, `max(dim)`, `max(other)`; `var(dim, unbiased)`
 vs `var(dim, correction=)`; ...) and raises torch's TypeErrors for argument mistakes; the work
 and every value error happen in `_C` (rust/py/src/reduce.rs -> rust/core/src/ops/reduce.rs).
 """
 
+import builtins
 import functools
 import numbers
 import os
 import sys
 import warnings
 
-from . import _C
+from .. import _C
+from .registry import add_function, method
 
 # "Not passed", told apart from an explicit None (torch's overloads care: sum(dim=None,
 # keepdim=True) is fine, sum(keepdim=True) is not).
@@ -89,7 +92,7 @@ def _dims(dim):
         return None
     if _is_int(dim):
         return [int(dim)]
-    if isinstance(dim, (tuple, list)) and all(_is_int(d) for d in dim):
+    if isinstance(dim, (tuple, list)) and builtins.all(_is_int(d) for d in dim):  # (`all` is the op, below)
         return [int(d) for d in dim]
     raise _BadArgs
 
@@ -108,7 +111,7 @@ def _dtype(dtype):
     return dtype
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/minigrad
 
 
 def _warn_at_caller(message):
@@ -157,6 +160,8 @@ class return_types:
 for _cls in (return_types.max, return_types.min):
     _cls.__module__ = "minigrad.return_types"
     _cls.__qualname__ = _cls.__name__
+
+add_function("return_types", return_types)  # `minigrad.return_types`, like torch.return_types
 
 _MAX_OPTIONS = ("()", "(Tensor other)", "(int dim, bool keepdim = False)")
 _SUM_OPTIONS = (
@@ -234,127 +239,154 @@ def _softmax(self, name, dim, dtype, log):
     return _C.softmax(self, int(dim), dtype, log)
 
 
-class ReductionMethods:
-    # `minigrad.return_types`, like torch.return_types (exported through _functions).
-    MODULE_FUNCTIONS = {"return_types": return_types}
-    FUNCTIONS = (
-        "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-        "norm", "logsumexp", "all", "any", "count_nonzero", "softmax", "log_softmax",
-    )
+@method(function=True)
+@_overloads(*_SUM_OPTIONS)
+def sum(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
+    """Sum over `dim` (int, tuple, or None/() for all); ints and bool sum to int64."""
+    return _sum_like(self, "sum", dim, keepdim, dtype)
 
-    @_overloads(*_SUM_OPTIONS)
-    def sum(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
-        """Sum over `dim` (int, tuple, or None/() for all); ints and bool sum to int64."""
-        return _sum_like(self, "sum", dim, keepdim, dtype)
 
-    @_overloads(*_SUM_OPTIONS)
-    def mean(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
-        """Mean over `dim`; floating inputs (or a floating `dtype=`) only."""
-        return _sum_like(self, "mean", dim, keepdim, dtype)
+@method(function=True)
+@_overloads(*_SUM_OPTIONS)
+def mean(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
+    """Mean over `dim`; floating inputs (or a floating `dtype=`) only."""
+    return _sum_like(self, "mean", dim, keepdim, dtype)
 
-    @_overloads("(*, minigrad.dtype dtype = None)", "(int dim, bool keepdim = False, *, minigrad.dtype dtype = None)")
-    def prod(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
-        """Product of all elements, or along one int `dim`."""
-        if dim is _MISSING:
-            if keepdim is not _MISSING:
-                raise _BadArgs
-            return _C.prod(self, None, False, _dtype(dtype))
-        if not _is_int(dim):
+
+@method(function=True)
+@_overloads("(*, minigrad.dtype dtype = None)", "(int dim, bool keepdim = False, *, minigrad.dtype dtype = None)")
+def prod(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
+    """Product of all elements, or along one int `dim`."""
+    if dim is _MISSING:
+        if keepdim is not _MISSING:
             raise _BadArgs
-        return _C.prod(self, int(dim), _flag(keepdim), _dtype(dtype))
+        return _C.prod(self, None, False, _dtype(dtype))
+    if not _is_int(dim):
+        raise _BadArgs
+    return _C.prod(self, int(dim), _flag(keepdim), _dtype(dtype))
 
-    @_overloads(*_MAX_OPTIONS)
-    def max(self, dim=_MISSING, keepdim=_MISSING, *, other=_MISSING):
-        """max() -> 0-d; max(dim, keepdim) -> (values, indices); max(other) -> maximum."""
-        return _max_min(self, True, dim, keepdim, other)
 
-    @_overloads(*_MAX_OPTIONS)
-    def min(self, dim=_MISSING, keepdim=_MISSING, *, other=_MISSING):
-        """min() -> 0-d; min(dim, keepdim) -> (values, indices); min(other) -> minimum."""
-        return _max_min(self, False, dim, keepdim, other)
+@method(function=True)
+@_overloads(*_MAX_OPTIONS)
+def max(self, dim=_MISSING, keepdim=_MISSING, *, other=_MISSING):
+    """max() -> 0-d; max(dim, keepdim) -> (values, indices); max(other) -> maximum."""
+    return _max_min(self, True, dim, keepdim, other)
 
-    @_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
-    def amax(self, dim=(), keepdim=False):
-        """Maximum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
-        return _amax_amin(self, "amax", dim, keepdim)
 
-    @_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
-    def amin(self, dim=(), keepdim=False):
-        """Minimum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
-        return _amax_amin(self, "amin", dim, keepdim)
+@method(function=True)
+@_overloads(*_MAX_OPTIONS)
+def min(self, dim=_MISSING, keepdim=_MISSING, *, other=_MISSING):
+    """min() -> 0-d; min(dim, keepdim) -> (values, indices); min(other) -> minimum."""
+    return _max_min(self, False, dim, keepdim, other)
 
-    @_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
-    def argmax(self, dim=None, keepdim=False):
-        """Index of the first maximum along `dim`, or the flat index when dim is None."""
-        return _arg(self, "argmax", dim, keepdim)
 
-    @_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
-    def argmin(self, dim=None, keepdim=False):
-        """Index of the first minimum along `dim`, or the flat index when dim is None."""
-        return _arg(self, "argmin", dim, keepdim)
+@method(function=True)
+@_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
+def amax(self, dim=(), keepdim=False):
+    """Maximum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
+    return _amax_amin(self, "amax", dim, keepdim)
 
-    @_overloads(*_VAR_OPTIONS)
-    def var(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
-        """Variance over `dim` with `correction` (default 1; legacy `unbiased`)."""
-        return _var_std(self, False, dim, unbiased, keepdim, correction)
 
-    @_overloads(*_VAR_OPTIONS)
-    def std(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
-        """Standard deviation over `dim` with `correction` (default 1; legacy `unbiased`)."""
-        return _var_std(self, True, dim, unbiased, keepdim, correction)
+@method(function=True)
+@_overloads("(tuple of ints dim = (), bool keepdim = False)", positional=(0, 2))
+def amin(self, dim=(), keepdim=False):
+    """Minimum over `dim` (int or tuple; () means all), NaN-propagating, no indices."""
+    return _amax_amin(self, "amin", dim, keepdim)
 
-    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-        """torch.norm: vector norms of order p (2, 1, inf, -inf, 0, any number; 'fro' over at
-        most two dims is the 2-norm) over `dim` (None: all)."""
-        dims = None if dim is None else ([int(dim)] if _is_int(dim) else [int(d) for d in dim])
-        if isinstance(p, str):
-            if p == "fro" and (dim is None or _is_int(dim) or len(dims) <= 2):
-                return _C.vector_norm(self, 2.0, dims, keepdim, dtype)
-            return _matrix_norm(self, p, list(range(self.dim())) if dims is None else dims, keepdim, dtype)
-        return _C.vector_norm(self, 2.0 if p is None else float(p), dims, keepdim, dtype)
 
-    @_overloads("(tuple of ints dim, bool keepdim = False)", positional=(1, 2))
-    def logsumexp(self, dim=_MISSING, keepdim=False):
-        """log(sum(exp(x))) over `dim`, computed stably; integers compute in float32."""
-        if dim is _MISSING:
-            raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
-        try:
-            dims = _dims(dim)
-        except _BadArgs:
-            dims = None
-        if dims is None:
-            raise _argument_error("logsumexp", "dim", 1, "tuple of ints", dim)
-        if not isinstance(keepdim, bool):
-            raise _argument_error("logsumexp", "keepdim", 2, "bool", keepdim)
-        return _C.reduce(self, "logsumexp", dims, keepdim)
+@method(function=True)
+@_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
+def argmax(self, dim=None, keepdim=False):
+    """Index of the first maximum along `dim`, or the flat index when dim is None."""
+    return _arg(self, "argmax", dim, keepdim)
 
-    @_overloads(*_ALL_OPTIONS)
-    def all(self, dim=None, keepdim=False):
-        """True where every element along `dim` is nonzero (dim=() reduces nothing)."""
-        return _C.reduce(self, "all", _dims(dim), _flag(keepdim))
 
-    @_overloads(*_ALL_OPTIONS)
-    def any(self, dim=None, keepdim=False):
-        """True where some element along `dim` is nonzero (dim=() reduces nothing)."""
-        return _C.reduce(self, "any", _dims(dim), _flag(keepdim))
+@method(function=True)
+@_overloads("(int dim = None, bool keepdim = False)", positional=(0, 2))
+def argmin(self, dim=None, keepdim=False):
+    """Index of the first minimum along `dim`, or the flat index when dim is None."""
+    return _arg(self, "argmin", dim, keepdim)
 
-    @_overloads("(int dim = None)", "(tuple of ints dim)")
-    def count_nonzero(self, dim=None, *more_dims):
-        """Number of nonzero elements over `dim` (None or (): all; also count_nonzero(0, 1)),
-        as int64."""
-        if more_dims:
-            dim = (dim, *more_dims)
-        return _C.reduce(self, "count_nonzero", _dims(dim))
 
-    @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
-    def softmax(self, dim=_MISSING, dtype=None):
-        """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
-        return _softmax(self, "softmax", dim, dtype, False)
+@method(function=True)
+@_overloads(*_VAR_OPTIONS)
+def var(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
+    """Variance over `dim` with `correction` (default 1; legacy `unbiased`)."""
+    return _var_std(self, False, dim, unbiased, keepdim, correction)
 
-    @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
-    def log_softmax(self, dim=_MISSING, dtype=None):
-        """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
-        return _softmax(self, "log_softmax", dim, dtype, True)
+
+@method(function=True)
+@_overloads(*_VAR_OPTIONS)
+def std(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
+    """Standard deviation over `dim` with `correction` (default 1; legacy `unbiased`)."""
+    return _var_std(self, True, dim, unbiased, keepdim, correction)
+
+
+@method(function=True)
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """torch.norm: vector norms of order p (2, 1, inf, -inf, 0, any number; 'fro' over at
+    most two dims is the 2-norm) over `dim` (None: all)."""
+    dims = None if dim is None else ([int(dim)] if _is_int(dim) else [int(d) for d in dim])
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or _is_int(dim) or len(dims) <= 2):
+            return _C.vector_norm(self, 2.0, dims, keepdim, dtype)
+        return _matrix_norm(self, p, list(range(self.dim())) if dims is None else dims, keepdim, dtype)
+    return _C.vector_norm(self, 2.0 if p is None else float(p), dims, keepdim, dtype)
+
+
+@method(function=True)
+@_overloads("(tuple of ints dim, bool keepdim = False)", positional=(1, 2))
+def logsumexp(self, dim=_MISSING, keepdim=False):
+    """log(sum(exp(x))) over `dim`, computed stably; integers compute in float32."""
+    if dim is _MISSING:
+        raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
+    try:
+        dims = _dims(dim)
+    except _BadArgs:
+        dims = None
+    if dims is None:
+        raise _argument_error("logsumexp", "dim", 1, "tuple of ints", dim)
+    if not isinstance(keepdim, bool):
+        raise _argument_error("logsumexp", "keepdim", 2, "bool", keepdim)
+    return _C.reduce(self, "logsumexp", dims, keepdim)
+
+
+@method(function=True)
+@_overloads(*_ALL_OPTIONS)
+def all(self, dim=None, keepdim=False):
+    """True where every element along `dim` is nonzero (dim=() reduces nothing)."""
+    return _C.reduce(self, "all", _dims(dim), _flag(keepdim))
+
+
+@method(function=True)
+@_overloads(*_ALL_OPTIONS)
+def any(self, dim=None, keepdim=False):
+    """True where some element along `dim` is nonzero (dim=() reduces nothing)."""
+    return _C.reduce(self, "any", _dims(dim), _flag(keepdim))
+
+
+@method(function=True)
+@_overloads("(int dim = None)", "(tuple of ints dim)")
+def count_nonzero(self, dim=None, *more_dims):
+    """Number of nonzero elements over `dim` (None or (): all; also count_nonzero(0, 1)),
+    as int64."""
+    if more_dims:
+        dim = (dim, *more_dims)
+    return _C.reduce(self, "count_nonzero", _dims(dim))
+
+
+@method(function=True)
+@_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
+def softmax(self, dim=_MISSING, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
+    return _softmax(self, "softmax", dim, dtype, False)
+
+
+@method(function=True)
+@_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
+def log_softmax(self, dim=_MISSING, dtype=None):
+    """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
+    return _softmax(self, "log_softmax", dim, dtype, True)
 
 
 def _amax_amin(self, name, dim, keepdim):

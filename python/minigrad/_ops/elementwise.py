@@ -1,0 +1,395 @@
+"""Elementwise ops: unary and binary math, comparisons, logical and bitwise ops, clamp, where,
+masked_fill, fills (fill_, zero_, copy_, uniform_, normal_) and the Python operators.
+
+Mechanical wrappers come from tables, so each op is named exactly once: a UNARY_OPS entry gives
+Tensor.<name>, Tensor.<name>_, minigrad.<name> and (unless torch has it only as a method)
+minigrad.<name>_; a BINARY_OPS entry gives Tensor.<name>, Tensor.<name>_ (unless NO_INPLACE) and
+minigrad.<name>; an OPERATORS entry gives __<op>__, __r<op>__ and __i<op>__. The ops with extra
+arguments (alpha, rounding_mode, min/max, ...) are written once below and registered the same way.
+Everything calls _C (rust/py/src/elementwise.rs -> rust/core/src/ops/unary.rs, binary.rs, copy.rs).
+"""
+
+import numbers
+
+from .. import _C
+from .._formatting import type_name
+from .registry import add_function, add_method, forward, function, method
+
+# name -> kernel op name, for ops with an in-place `_` variant and a module-level function.
+# (silu and gelu are kernels of `_C.unary` too, but torch has them only in nn.functional.)
+UNARY_OPS = {
+    "neg": "neg", "negative": "neg", "abs": "abs", "absolute": "abs", "sign": "sign",
+    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
+    "relu": "relu", "reciprocal": "reciprocal", "floor": "floor",
+    "ceil": "ceil", "round": "round", "trunc": "trunc", "logical_not": "logical_not",
+    "bitwise_not": "bitwise_not",
+}
+
+# Unary ops whose in-place form torch has only as a method.
+METHOD_ONLY_INPLACE = {"absolute", "sign", "logical_not", "bitwise_not"}
+
+BINARY_OPS = {
+    "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "div_floor",
+    "remainder": "remainder", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
+}
+
+# Binary ops torch has no in-place method for.
+NO_INPLACE = {"maximum", "minimum"}
+# Binary ops whose `other` must be a tensor (no Python numbers).
+TENSOR_OTHER = {"maximum", "minimum"}
+# Binary ops whose module function also takes a number as `input` (maximum/minimum take tensors only).
+NUMBER_INPUT = {
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "pow", "bitwise_and", "bitwise_or", "bitwise_xor",
+}
+
+# Python operator -> kernel op name; each also gets its reflected (__r*__) and in-place (__i*__) form.
+OPERATORS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "div_floor",
+    "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+}
+
+
+def _named(f, name):
+    f.__name__, f.__qualname__ = name, f"Tensor.{name}"
+    return f
+
+
+# ----- generated from the tables -----
+
+def _unary_method(name, op):
+    def method(self):
+        return _C.unary(self, op)
+
+    def method_(self):
+        return _C.unary_(self, op)
+
+    _named(method, name), _named(method_, name + "_")
+    method.__doc__ = f"Elementwise {name}; see torch.Tensor.{name}."
+    method_.__doc__ = f"In-place {name}: writes into self through the one write path; bumps _version."
+    return method, method_
+
+
+def _binary_method(name, op):
+    def method(self, other):
+        if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type_name(other)}")
+        return _C.binary(self, other, op, None, name)
+
+    def method_(self, other):
+        return _C.binary_(self, other, op, None, name + "_")
+
+    return _named(method, name), _named(method_, name + "_")
+
+
+def _binary_function(name, method):
+    """`minigrad.<name>(input, other)` runs `method`; like torch, arithmetic also takes a number as
+    `input` (NUMBER_INPUT), while maximum/minimum take tensors only."""
+    number_input = name in NUMBER_INPUT
+
+    def function(input, other, **kwargs):
+        if not (isinstance(input, _C.TensorBase) or (number_input and isinstance(input, numbers.Number))):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
+        if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type_name(other)}")
+        return method(input, other, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"minigrad.{name}(input, other, ...) is input.{name}(other, ...)."
+    return function
+
+
+def _not_implemented_on_type_error(f):
+    """torch's operators answer NotImplemented to operands they cannot take, so Python can try the
+    other operand (and words the final TypeError itself)."""
+
+    def wrapper(self, other):
+        try:
+            return f(self, other)
+        except TypeError:
+            return NotImplemented
+
+    wrapper.__name__ = f.__name__
+    return wrapper
+
+
+def _operator(op):
+    def forward(self, other):
+        return _C.binary(self, other, op)
+
+    def reflected(self, other):
+        if op == "div":
+            # torch computes `number / x` as `x.reciprocal() * number`
+            return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
+        return _C.binary(other, self, op)
+
+    def inplace(self, other):
+        return _C.binary_(self, other, op)
+
+    return tuple(_not_implemented_on_type_error(f) for f in (forward, reflected, inplace))
+
+
+for _name, _op in UNARY_OPS.items():
+    _m, _m_ = _unary_method(_name, _op)
+    add_method(_name, _m)
+    add_method(_name + "_", _m_)
+    forward(_name)
+    if _name not in METHOD_ONLY_INPLACE:
+        forward(_name + "_")
+
+for _name, _op in BINARY_OPS.items():
+    _m, _m_ = _binary_method(_name, _op)
+    add_method(_name, _m)
+    if _name not in NO_INPLACE:
+        add_method(_name + "_", _m_)
+    add_function(_name, _binary_function(_name, _m))
+
+for _name, _op in OPERATORS.items():
+    _f, _r, _i = _operator(_op)
+    add_method(f"__{_name}__", _f)
+    add_method(f"__r{_name}__", _r)
+    add_method(f"__i{_name}__", _i)
+
+
+# ----- arithmetic with alpha / rounding_mode (not table-driven: extra arguments) -----
+
+@method()
+def add(self, other, *, alpha=1):
+    return _C.binary(self, other, "add", alpha, "add")
+
+
+@method()
+def add_(self, other, *, alpha=1):
+    return _C.binary_(self, other, "add", alpha, "add_")
+
+
+@method("subtract")
+def sub(self, other, *, alpha=1):
+    return _C.binary(self, other, "sub", alpha, "sub")
+
+
+@method("subtract_")
+def sub_(self, other, *, alpha=1):
+    return _C.binary_(self, other, "sub", alpha, "sub_")
+
+
+@method("divide")
+def div(self, other, *, rounding_mode=None):
+    return _C.binary(self, other, _div_op(rounding_mode), None, "div")
+
+
+@method("divide_")
+def div_(self, other, *, rounding_mode=None):
+    return _C.binary_(self, other, _div_op(rounding_mode), None, "div_")
+
+
+for _name, _m in (("add", add), ("sub", sub), ("subtract", sub), ("div", div), ("divide", div)):
+    add_function(_name, _binary_function(_name, _m))
+
+
+def _div_op(rounding_mode):
+    if rounding_mode is None:
+        return "div"
+    if not isinstance(rounding_mode, str):
+        raise TypeError(
+            f"div() received an invalid combination of arguments - got (rounding_mode={type_name(rounding_mode)}), "
+            "but expected one of:\n * (Tensor other)\n * (Tensor other, *, str rounding_mode)\n"
+            " * (Number other, *, str rounding_mode)\n"
+        )
+    if rounding_mode == "floor":
+        return "div_floor"
+    if rounding_mode == "trunc":
+        return "div_trunc"
+    raise RuntimeError(
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '" + str(rounding_mode) + "'"
+    )
+
+
+# ----- logical ops (tensor operands only) -----
+
+def _tensor_other(x, name):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type_name(x)}")
+    return x
+
+
+@method(function=True)
+def logical_and(self, other):
+    return _C.binary(self, _tensor_other(other, "logical_and"), "logical_and")
+
+
+@method(function=True)
+def logical_or(self, other):
+    return _C.binary(self, _tensor_other(other, "logical_or"), "logical_or")
+
+
+@method(function=True)
+def logical_xor(self, other):
+    return _C.binary(self, _tensor_other(other, "logical_xor"), "logical_xor")
+
+
+@method()
+def logical_and_(self, other):
+    return _C.binary_(self, _tensor_other(other, "logical_and_"), "logical_and")
+
+
+@method()
+def logical_or_(self, other):
+    return _C.binary_(self, _tensor_other(other, "logical_or_"), "logical_or")
+
+
+@method()
+def logical_xor_(self, other):
+    return _C.binary_(self, _tensor_other(other, "logical_xor_"), "logical_xor")
+
+
+# ----- square, clamp -----
+
+@method(function=True)
+def square(self):
+    # torch's square is pow(self, 2): a bool tensor squares to int64
+    return _C.binary(self, 2, "pow", None, "square")
+
+
+@method(function=True)
+def square_(self):
+    return _C.binary_(self, 2, "pow", None, "square_")
+
+
+@method("clip", function=True)
+def clamp(self, min=None, max=None):
+    return _C.clamp(self, min, max)
+
+
+@method("clip_", function=True)
+def clamp_(self, min=None, max=None):
+    return _C.clamp(self, min, max, True)
+
+
+@method(function=True)
+def clamp_min(self, min):
+    return _C.clamp(self, min, None, False, "clamp_min")
+
+
+@method(function=True)
+def clamp_min_(self, min):
+    return _C.clamp(self, min, None, True, "clamp_min")
+
+
+@method(function=True)
+def clamp_max(self, max):
+    return _C.clamp(self, None, max, False, "clamp_max")
+
+
+@method(function=True)
+def clamp_max_(self, max):
+    return _C.clamp(self, None, max, True, "clamp_max")
+
+
+# ----- where, masked_fill -----
+
+@method()
+def where(self, condition, other):
+    return _C.where(condition, self, other)
+
+
+# torch.where's arguments come in another order than Tensor.where's, so the function is its own wrapper.
+def _where_function(condition, input, other):
+    return _C.where(condition, input, other)
+
+
+_where_function.__name__ = _where_function.__qualname__ = "where"
+add_function("where", _where_function)
+
+
+@method(function=True)
+def masked_fill(self, mask, value):
+    return _C.masked_fill(self, mask, value)
+
+
+@method()
+def masked_fill_(self, mask, value):
+    return _C.masked_fill(self, mask, value, True)
+
+
+@function
+def result_type(tensor1, tensor2):
+    """The dtype `tensor1 op tensor2` would have (torch's promotion rules)."""
+    return _C.binary(tensor1, tensor2, "add").dtype
+
+
+# ----- writes: fills, copies, random fills -----
+
+@method(function=True)
+def fill_(self, value):
+    return _C.fill_(self, value)
+
+
+@method(function=True)
+def zero_(self):
+    return _C.zero_(self)
+
+
+@method()
+def copy_(self, src, non_blocking=False):
+    return _C.copy_(self, src, non_blocking)
+
+
+@method()
+def uniform_(self, from_=0, to=1, *, generator=None):
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    return _C.random_(self, "uniform", float(from_), float(to))
+
+
+@method()
+def normal_(self, mean=0, std=1, *, generator=None):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    return _C.random_(self, "normal", float(mean), float(std))
+
+
+# ----- unary operators and comparisons (the binary operators come from OPERATORS above) -----
+
+@method(function=True)
+def positive(self):
+    if self.dtype == _C.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+add_method("__pos__", positive)
+
+
+@method()
+def __neg__(self):
+    return _C.unary(self, "neg")
+
+
+@method()
+def __abs__(self):
+    return _C.unary(self, "abs")
+
+
+@method()
+def __invert__(self):
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return _C.unary(self, "bitwise_not")
+
+
+def _comparison(name, op):
+    def compare(self, other):
+        return _C.binary(self, other, op)
+
+    compare.__name__ = name
+    return _named(_not_implemented_on_type_error(compare), name)
+
+
+for _name, _op in (("__eq__", "eq"), ("__ne__", "ne"), ("__lt__", "lt"), ("__le__", "le"), ("__gt__", "gt"),
+                   ("__ge__", "ge")):
+    add_method(_name, _comparison(_name, _op))
