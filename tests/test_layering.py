@@ -30,6 +30,8 @@ LAYERS = [
     ["minigrad._device", "minigrad._size", "minigrad._formatting"],
     # factories: the core builds each result as the class registered with _C._set_classes
     ["minigrad._creation"],
+    # seedable random streams for shuffling (Generator, randperm)
+    ["minigrad._random"],
     # the Tensor class: attributes, conversions, NumPy protocol, repr
     ["minigrad._tensor"],
     # the registry that attaches op wrappers to Tensor and collects the module-level functions
@@ -38,13 +40,16 @@ LAYERS = [
     ["minigrad._ops"],
     # autograd: backward/grad, grad modes, Function, graph introspection, anomaly mode, gradcheck
     ["minigrad.autograd"],
+    # functional transforms (grad, vjp) over autograd; utils: pytrees, datasets and loaders
+    ["minigrad.utils"],
+    ["minigrad.func"],
     ["minigrad.nn"],
     ["minigrad.optim"],
     ["minigrad.memory", "minigrad.serialization"],
     # the public namespace: `import minigrad`
     ["minigrad"],
-    # programs built on the public API
-    ["minigrad.bench", "minigrad.__main__"],
+    # programs and tools built on the public API
+    ["minigrad.bench", "minigrad.__main__", "minigrad.testing", "minigrad.viz"],
 ]
 
 # Deliberate upward imports, each with its reason. Listed edges are left out of both checks; an

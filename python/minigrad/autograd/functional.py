@@ -138,7 +138,7 @@ def _check_requires_grad(inputs, input_type, strict):
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """`autograd.grad` that skips outputs which are None or do not require grad, and answers None
     for every input when no output is left (no engine call at all)."""
-    from . import grad as _grad
+    from .engine import grad as _grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs, new_grad_outputs = (), ()
@@ -169,7 +169,7 @@ _STRICT_NONE = {
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     """None gradients become zeros shaped like `refs` (the mathematical value), unless strict mode
     says an independent input is an error; with create_graph, a result without history is one too."""
-    from .. import zeros_like
+    from .._creation import zeros_like
     res = ()
     for i, grads_i in enumerate(grads):
         if grads_i is None:
@@ -233,7 +233,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     linear in u; differentiating g(u) with respect to u along `v` gives J·v. `u`'s value never matters
     (zeros, as torch), so the result is exact; it costs two backward passes instead of one forward-mode
     pass."""
-    from .. import zeros_like
+    from .._creation import zeros_like
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -293,7 +293,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
     Reverse mode, one backward pass per output element (`retain_graph=True` between them); an input
     an output does not depend on gets zeros, or an error with `strict=True`."""
-    from .. import stack, zeros_like
+    from .._ops.linalg import stack
+    from .._creation import zeros_like
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
             'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
@@ -439,7 +440,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H·v) for a scalar `func`, by the double-backward trick on top of the gradient
     (three backward passes: for a twice continuously differentiable function `vhp` gives the same
     numbers with two)."""
-    from .. import zeros_like
+    from .._creation import zeros_like
     with enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _prepare_second_order(
             func, inputs, v, create_graph, strict, "hvp")

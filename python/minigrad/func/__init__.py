@@ -82,7 +82,7 @@ class _Level:
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=True):
     """autograd.grad over the outputs that require grad; zeros for inputs nothing reaches."""
-    from .. import zeros_like
+    from .._creation import zeros_like
     from ..autograd import grad as _grad
     if grad_outputs is None:
         diff_outputs = tuple(out for out in outputs if out.requires_grad)

@@ -68,7 +68,7 @@ def zeros_(tensor):
 
 def eye_(tensor):
     """The identity matrix (2-D tensors only): one write, as torch's `eye(out=tensor)`."""
-    from .. import eye
+    from .._creation import eye
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
@@ -105,7 +105,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    from .. import empty_like, tensor as _tensor, where
+    from .._creation import empty_like, tensor as _tensor
+    from .._ops.elementwise import _where_function as where
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
@@ -154,7 +155,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     gain), as torch's."""
     import numpy as np
 
-    from .. import empty, from_numpy
+    from .._creation import empty, from_numpy
     if tensor.ndimension() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -179,7 +180,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     """N(0, std²) with a fraction `sparsity` of each column set to zero (2-D tensors): one write for
     the draw and one per column, as torch. (torch draws the zeroed rows from the global stream even
     when given a generator; so does minigrad.)"""
-    from .. import randperm
+    from .._random import randperm
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape

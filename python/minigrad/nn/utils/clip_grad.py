@@ -25,7 +25,7 @@ def _no_grad(func):
 
 
 def _Tensor():
-    from ... import Tensor
+    from ..._tensor import Tensor
     return Tensor
 
 
@@ -41,7 +41,8 @@ def _group_by_device_and_dtype(tensors):
 def _get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The `norm_type`-norm of all `tensors` together, as if concatenated into one vector (the norm of
     the per-tensor norms). `norm_type` may be `inf` / `'inf'`."""
-    from ... import stack, tensor
+    from ..._ops.linalg import stack
+    from ..._creation import tensor
     if isinstance(tensors, _Tensor()):
         tensors = [tensors]
     else:
@@ -73,7 +74,7 @@ def _get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=No
 @_no_grad
 def _clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scales every `.grad` in place by `min(max_norm / (total_norm + 1e-6), 1)`."""
-    from ... import clamp
+    from ..._ops.elementwise import clamp
     if isinstance(parameters, _Tensor()):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]

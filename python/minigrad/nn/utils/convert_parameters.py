@@ -12,7 +12,7 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 def parameters_to_vector(parameters):
     """One 1-D tensor holding every parameter, flattened, in order."""
-    from ... import cat
+    from ..._ops.linalg import cat
     param_device = None
     vec = []
     for param in parameters:
@@ -23,7 +23,7 @@ def parameters_to_vector(parameters):
 
 def vector_to_parameters(vec, parameters):
     """Points each parameter's data at the next `numel()` elements of `vec`, shaped like it."""
-    from ... import Tensor
+    from ..._tensor import Tensor
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected minigrad.Tensor, but got: {typename(vec)}")
     param_device = None

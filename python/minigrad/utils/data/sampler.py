@@ -97,7 +97,8 @@ class WeightedRandomSampler(Sampler):
     """`num_samples` keys in [0, len(weights)) with probabilities proportional to `weights`."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
-        from ... import as_tensor, float64
+        from ..._creation import as_tensor
+        from ..._C import float64
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):

@@ -33,7 +33,7 @@ default_collate_err_msg_format = (
 
 
 def _as_tensor(data):
-    from .... import as_tensor
+    from ...._creation import as_tensor
     if isinstance(data, list) and data and all(isinstance(d, np.bool_) for d in data):
         # minigrad.as_tensor cannot read a list of numpy.bool_ scalars yet; an array holds the same values
         data = np.array(data, dtype=np.bool_)
@@ -41,7 +41,7 @@ def _as_tensor(data):
 
 
 def _Tensor():
-    from .... import Tensor
+    from ...._tensor import Tensor
     return Tensor
 
 
@@ -126,7 +126,7 @@ def collate(batch, *, collate_fn_map=None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    from .... import stack
+    from ...._ops.linalg import stack
     return stack(batch, 0)
 
 
@@ -142,12 +142,13 @@ def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
-    from .... import float64, tensor
+    from ...._C import float64
+    from ...._creation import tensor
     return tensor(batch, dtype=float64)
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    from .... import tensor
+    from ...._creation import tensor
     return tensor(batch)
 
 
@@ -156,7 +157,7 @@ def collate_str_fn(batch, *, collate_fn_map=None):
 
 
 def _default_map():
-    from .... import Tensor
+    from ...._tensor import Tensor
     return {
         Tensor: collate_tensor_fn,
         np.ndarray: collate_numpy_array_fn,
