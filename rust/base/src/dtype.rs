@@ -22,6 +22,7 @@ pub enum Category {
 impl DType {
     pub const ALL: [DType; 5] = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64];
 
+    #[inline]
     pub fn size(self) -> usize {
         match self {
             DType::Bool => 1,
@@ -30,10 +31,12 @@ impl DType {
         }
     }
 
+    #[inline]
     pub fn is_floating(self) -> bool {
         matches!(self, DType::Float32 | DType::Float64)
     }
 
+    #[inline]
     pub fn is_integral(self, include_bool: bool) -> bool {
         match self {
             DType::Int32 | DType::Int64 => true,
@@ -108,6 +111,7 @@ impl DType {
 }
 
 /// Promotes two dtypes. For these five dtypes torch's lattice is a chain.
+#[inline]
 pub fn promote_types(a: DType, b: DType) -> DType {
     a.max(b)
 }
@@ -127,6 +131,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// The dtype a wrapped Python number takes in promotion (floats use the default dtype).
+    #[inline]
     pub fn wrapped_dtype(self) -> DType {
         match self {
             Scalar::Bool(_) => DType::Bool,
@@ -134,6 +139,7 @@ impl Scalar {
             Scalar::Float(_) => DType::Float32,
         }
     }
+    #[inline]
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => b as i64 as f64,
@@ -141,6 +147,7 @@ impl Scalar {
             Scalar::Float(f) => f,
         }
     }
+    #[inline]
     pub fn to_i64(self) -> i64 {
         match self {
             Scalar::Bool(b) => b as i64,
@@ -148,6 +155,7 @@ impl Scalar {
             Scalar::Float(f) => f as i64,
         }
     }
+    #[inline]
     pub fn to_bool(self) -> bool {
         match self {
             Scalar::Bool(b) => b,
@@ -155,6 +163,7 @@ impl Scalar {
             Scalar::Float(f) => f != 0.0,
         }
     }
+    #[inline]
     pub fn is_floating(self) -> bool {
         matches!(self, Scalar::Float(_))
     }

@@ -13,6 +13,7 @@ pub trait Element: Copy + Send + Sync + PartialOrd + PartialEq + std::fmt::Debug
     fn to_f64(self) -> f64;
     fn to_i64(self) -> i64;
     fn to_bool(self) -> bool;
+    #[inline]
     fn from_scalar(s: Scalar) -> Self {
         match s {
             Scalar::Bool(b) => Self::from_bool(b),
@@ -39,15 +40,25 @@ macro_rules! numeric_element {
     ($t:ty, $dt:expr, $scalar:ident, $to_scalar:expr, $from_float:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
+            #[inline]
             fn zero() -> Self { 0 as $t }
+            #[inline]
             fn one() -> Self { 1 as $t }
+            #[inline]
             fn from_f64(v: f64) -> Self { v as $t }
+            #[inline]
             fn from_i64(v: i64) -> Self { v as $t }
+            #[inline]
             fn from_bool(v: bool) -> Self { v as u8 as $t }
+            #[inline]
             fn to_f64(self) -> f64 { self as f64 }
+            #[inline]
             fn to_i64(self) -> i64 { self as i64 }
+            #[inline]
             fn to_bool(self) -> bool { self != (0 as $t) }
+            #[inline]
             fn to_scalar(self) -> Scalar { $to_scalar(self) }
+            #[inline]
             fn cast_from<S: Element>(v: S) -> Self {
                 match S::DTYPE {
                     DType::Float32 | DType::Float64 => ($from_float)(v.to_f64()),
