@@ -43,16 +43,9 @@ impl Layout {
     }
 
     /// Smallest and one-past-largest element offsets the layout can reach (None when empty).
+    /// Every live layout's extent fits `isize` (its storage holds it), so the narrowing is exact.
     pub fn extent(&self) -> Option<(isize, isize)> {
-        if self.numel() == 0 {
-            return None;
-        }
-        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
-        for (&s, &st) in self.shape.iter().zip(&self.strides) {
-            let span = (s as isize - 1) * st;
-            if span < 0 { lo += span } else { hi += span }
-        }
-        Some((lo, hi + 1))
+        self.wide_extent().map(|(lo, hi)| (lo as isize, hi as isize))
     }
 
     /// `extent` computed without overflow (in i128), for checking layouts built from raw numbers.
