@@ -1,12 +1,16 @@
 //! Storage: a flat byte buffer shared (through `Arc`) by a tensor and all its views.
 //!
-//! Memory is either a `Block` from our allocator or foreign memory kept alive by an owner
-//! (a NumPy array handed to `from_numpy`). Access goes through raw pointers: several views may
+//! Memory is either a `Block` from our allocator (CPU) or foreign memory kept alive by an owner:
+//! a NumPy array handed to `from_numpy`, a DLPack producer's tensor, or a CuPy memory-pool
+//! allocation holding a CUDA tensor's bytes. `device` says which address space `as_ptr` is in:
+//! only the CPU's may be dereferenced by the core; a CUDA pointer is handed to that device's
+//! backend and nowhere else. Access goes through raw pointers: several views may
 //! alias one storage, so no `&mut [T]` to the whole buffer ever exists. Kernels form slices only
 //! over the exact ranges an op reads or writes, after the op layer has ruled out overlap between
 //! what it writes and what it reads (see `ops::write`).
 
 use crate::alloc::Block;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use std::any::Any;
@@ -21,6 +25,7 @@ enum Memory {
 pub struct Storage {
     memory: Memory,
     pub dtype: DType,
+    pub device: Device,
 }
 
 // SAFETY: Storage is a heap buffer plus (for foreign memory) an owner that is itself Send+Sync.
@@ -35,16 +40,26 @@ impl Storage {
     /// New storage of `nbytes` bytes (already checked by `shape::storage_nbytes_*`), zero-filled
     /// when asked; fails with torch's allocator error when the system refuses.
     pub fn new(nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
-        Ok(Arc::new(Storage { memory: Memory::Owned(Block::new(nbytes, zeroed)?), dtype }))
+        Ok(Arc::new(Storage { memory: Memory::Owned(Block::new(nbytes, zeroed)?), dtype, device: Device::Cpu }))
     }
 
-    /// Wraps memory owned by someone else.
+    /// Wraps host memory owned by someone else.
     ///
     /// # Safety
     /// `ptr` must point to `len_bytes` readable and writable bytes, aligned for `dtype`, that stay
     /// valid for as long as `owner` lives.
     pub unsafe fn from_foreign(ptr: *mut u8, len_bytes: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Arc<Storage> {
-        Arc::new(Storage { memory: Memory::Foreign { ptr, len: len_bytes, _owner: owner }, dtype })
+        // SAFETY: forwarded to the caller's contract.
+        unsafe { Storage::from_foreign_on(Device::Cpu, ptr, len_bytes, dtype, owner) }
+    }
+
+    /// Wraps memory on `device` owned by someone else (a CUDA backend's pool allocation).
+    ///
+    /// # Safety
+    /// `ptr` must be an address on `device` of `len_bytes` bytes, aligned for `dtype`, valid for as
+    /// long as `owner` lives. For a device other than the CPU the core never dereferences it.
+    pub unsafe fn from_foreign_on(device: Device, ptr: *mut u8, len_bytes: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Arc<Storage> {
+        Arc::new(Storage { memory: Memory::Foreign { ptr, len: len_bytes, _owner: owner }, dtype, device })
     }
 
     pub fn as_ptr(&self) -> *mut u8 {

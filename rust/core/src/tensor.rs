@@ -7,6 +7,7 @@
 //! values with the same `meta` are the same tensor; `detach()` and `.data` get a new one.
 
 use crate::autograd::meta::{AutogradMeta, MetaRef};
+use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -35,24 +36,37 @@ impl Tensor {
     /// memory comes through here or `zeros`, so this is where sizes are checked as torch checks
     /// them: the byte count, then the strides, then the allocation, each with torch's error.
     pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::allocate(shape, dtype, false)
+        Tensor::allocate(shape, dtype, Device::Cpu, false)
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::allocate(shape, dtype, true)
+        Tensor::allocate(shape, dtype, Device::Cpu, true)
     }
 
-    fn allocate(shape: &[usize], dtype: DType, zeroed: bool) -> Result<Tensor> {
+    /// `empty` on `device` (memory from that device's backend).
+    pub fn empty_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::allocate(shape, dtype, device, false)
+    }
+
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::allocate(shape, dtype, device, true)
+    }
+
+    fn allocate(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
         let nbytes = crate::shape::storage_nbytes_contiguous(shape, dtype.size())?;
         let strides = crate::shape::checked_contiguous_strides(shape)?;
         let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
-        let storage = Storage::new(nbytes, dtype, zeroed)?;
+        let storage = crate::device::backend(device)?.allocate(nbytes, dtype, zeroed)?;
         Ok(Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() })
     }
 
     pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
-        let t = Tensor::empty(shape, dtype)?;
-        crate::kernels::fill::fill(&t, value);
+        Tensor::full_on(shape, value, dtype, Device::Cpu)
+    }
+
+    pub fn full_on(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+        let t = Tensor::empty_on(shape, dtype, device)?;
+        crate::device::backend(device)?.fill(&t, value)?;
         Ok(t)
     }
 
@@ -94,6 +108,9 @@ impl Tensor {
     pub fn dtype(&self) -> DType {
         self.storage.dtype
     }
+    pub fn device(&self) -> Device {
+        self.storage.device
+    }
     pub fn shape(&self) -> &[usize] {
         &self.layout.shape
     }
@@ -127,6 +144,7 @@ impl Tensor {
     /// Pointer to the first element (storage base + offset).
     pub fn data_ptr<T: Element>(&self) -> *mut T {
         debug_assert_eq!(T::DTYPE, self.dtype());
+        self.assert_host();
         debug_assert!(self.within_storage(), "layout outside its storage: {:?}", self);
         // wrapping_add, not add: an empty view's offset may lie past the storage's end (it is
         // never dereferenced then), and `add` past one-past-the-end would be undefined.
@@ -136,7 +154,17 @@ impl Tensor {
     /// Base pointer of the storage (element 0), typed.
     pub fn base_ptr<T: Element>(&self) -> *mut T {
         debug_assert_eq!(T::DTYPE, self.dtype());
+        self.assert_host();
         self.storage.as_ptr() as *mut T
+    }
+
+    /// Host pointers are for CPU kernels only: a device tensor that reached one would have its
+    /// address dereferenced on the host. Ops reach kernels through `device::backend_for`, so
+    /// this never fires; if it does, the bindings turn the panic into a Python RuntimeError
+    /// instead of a crash.
+    #[inline]
+    fn assert_host(&self) {
+        assert!(self.device().is_cpu(), "minigrad internal error: a CPU kernel was given a tensor on {}", self.device());
     }
 
     /// Address of the first element, as torch's `data_ptr()` reports it.
@@ -188,7 +216,7 @@ impl Tensor {
 
     /// Reads every element in row-major order (tests and small conversions).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        let c = crate::ops::copy::contiguous_raw(self)?;
+        let c = crate::ops::copy::to_device_raw(&crate::ops::copy::contiguous_raw(self)?, Device::Cpu)?;
         let n = c.numel();
         let mut out = Vec::with_capacity(n);
         // SAFETY: c is contiguous with n elements of T starting at data_ptr.
@@ -207,7 +235,8 @@ impl Tensor {
                 self.numel()
             )));
         }
-        // SAFETY: one element exists at data_ptr.
-        Ok(crate::dispatch!(self.dtype(), T => unsafe { (*self.data_ptr::<T>()).to_scalar() }))
+        let host = crate::ops::copy::to_device_raw(self, Device::Cpu)?;
+        // SAFETY: one element exists at data_ptr, in host memory.
+        Ok(crate::dispatch!(host.dtype(), T => unsafe { (*host.data_ptr::<T>()).to_scalar() }))
     }
 }

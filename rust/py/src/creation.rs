@@ -115,9 +115,9 @@ pub fn empty_like(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, P
     };
     let t = x.borrow().t.clone();
     let out = run(py, t.numel(), move || {
-        let out = minigrad_core::ops::copy::empty_strided(&minigrad_core::ops::copy::preserved_layout(&t), d)?;
+        let out = minigrad_core::ops::copy::empty_strided(&minigrad_core::ops::copy::preserved_layout(&t), d, t.device())?;
         if let Some(v) = value {
-            minigrad_core::kernels::fill::fill(&out, v);
+            minigrad_core::device::backend_for(&[&out])?.fill(&out, v)?;
         }
         Ok(out)
     })?;
@@ -151,7 +151,7 @@ pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b:
                 return Ok(());
             }
             let src = if uniform { creation::uniform_tensor(t.shape(), a, b, t.dtype())? } else { creation::normal_tensor(t.shape(), a, b, t.dtype())? };
-            minigrad_core::ops::copy::copy_kernel(t, &src);
+            minigrad_core::ops::copy::copy_kernel(t, &src)?;
             Ok(())
         };
         if fresh {

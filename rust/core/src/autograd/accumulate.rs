@@ -89,15 +89,15 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
 fn clone_like(g: &Tensor, variable: &Tensor) -> crate::error::Result<Tensor> {
     let dense = is_non_overlapping_and_dense(&variable.layout);
     let layout = if dense { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
-    let out = copy::empty_with_layout(&layout, variable.dtype())?;
+    let out = copy::empty_with_layout(&layout, variable.dtype(), variable.device())?;
     if dense {
         // torch's copy_: through the one write path, which bumps the version
         crate::ops::write::write(&out, &[g], |reads| {
-            copy::copy_kernel(&out, &reads[0].0);
+            copy::copy_kernel(&out, &reads[0].0)?;
             Ok(())
         })?;
     } else {
-        copy::copy_kernel(&out, g);
+        copy::copy_kernel(&out, g)?;
     }
     Ok(out)
 }

@@ -156,7 +156,7 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
     let formula: Formula = Box::new(move |ctx| {
         let buf = zeros_like_layout(&base_t)?;
         let region = Tensor { layout: relative_layout(&view_layout, &base_t.layout, &buf.layout), ..buf.fresh_handle() };
-        crate::kernels::add_into(&region, ctx.grad())?;
+        crate::device::backend_for(&[&region, ctx.grad()])?.add_into(&region, ctx.grad())?;
         Ok(vec![Some(crate::ops::copy::contiguous_raw(&buf)?)])
     });
     let inputs = vec![InputMeta { shape: base.shape().to_vec(), dtype: base.dtype() }];

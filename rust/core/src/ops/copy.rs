@@ -9,24 +9,29 @@ use crate::kernels::elementwise::map;
 use crate::kernels::Arg;
 use crate::layout::Layout;
 use crate::ops::broadcast_strides;
-use crate::storage::Storage;
+use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::version::VersionCounter;
 
-/// Writes `src` (broadcast to `dst`'s shape, cast to `dst`'s dtype) into `dst`.
+/// Writes `src` (broadcast to `dst`'s shape, cast to `dst`'s dtype) into `dst`, on their device.
 /// Kernel level: the caller has checked shapes and overlap (fresh `dst`, or via `ops::write`).
-pub fn copy_kernel(dst: &Tensor, src: &Tensor) {
+pub fn copy_kernel(dst: &Tensor, src: &Tensor) -> Result<()> {
     let strides = broadcast_strides(src, dst.shape());
+    crate::device::backend_for(&[dst, src])?.copy(dst, src, &strides)
+}
+
+/// The CPU's cast-copy loop (the CPU backend's `copy`).
+pub(crate) fn cpu_kernel(dst: &Tensor, src: &Tensor, strides: &[isize]) {
     crate::dispatch!(dst.dtype(), D => crate::dispatch!(src.dtype(), S => {
         // SAFETY: both layouts lie inside their storages; dst does not overlap src (caller).
-        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, &strides), D::cast_from) }
+        unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, strides), D::cast_from) }
     }))
 }
 
 /// A new tensor with `t`'s values in row-major contiguous memory.
 pub fn contiguous_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    let out = Tensor::empty(t.shape(), dtype)?;
-    copy_kernel(&out, t);
+    let out = Tensor::empty_on(t.shape(), dtype, t.device())?;
+    copy_kernel(&out, t)?;
     Ok(out)
 }
 
@@ -72,8 +77,7 @@ pub fn copy_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
     let shape = broadcast_shapes(dst.shape(), src.shape())?;
     check_inplace_shape(dst.shape(), &shape)?;
     crate::ops::write::write(dst, &[src], |reads| {
-        copy_kernel(dst, &reads[0].0);
-        Ok(())
+        copy_kernel(dst, &reads[0].0)
     })
 }
 
@@ -87,29 +91,26 @@ pub fn fill_inplace_raw(dst: &Tensor, value: Scalar) -> Result<()> {
         }
     }
     let target = Tensor { layout: distinct, ..dst.clone() };
-    crate::ops::write::write(&target, &[], |_| {
-        crate::kernels::fill::fill(&target, value);
-        Ok(())
-    })
+    crate::ops::write::write(&target, &[], |_| crate::device::backend_for(&[&target])?.fill(&target, value))
 }
 
 /// An empty tensor laid out like `layout` (offset 0, storage just large enough), as torch's
 /// TensorIterator allocates an output: a contiguous layout is checked (and worded) as `empty`,
 /// any other as `empty_strided`.
-pub fn empty_with_layout(layout: &Layout, dtype: DType) -> Result<Tensor> {
+pub fn empty_with_layout(layout: &Layout, dtype: DType, device: Device) -> Result<Tensor> {
     if layout.is_contiguous() {
         crate::shape::storage_nbytes_contiguous(&layout.shape, dtype.size())?;
     } else {
         check_strided(layout, dtype)?;
     }
-    allocate_layout(layout, dtype)
+    allocate_layout(layout, dtype, device)
 }
 
 /// torch's `empty_strided` (what `empty_like`, `clone` and `to` allocate with): the size check
 /// names the sizes and the strides.
-pub fn empty_strided(layout: &Layout, dtype: DType) -> Result<Tensor> {
+pub fn empty_strided(layout: &Layout, dtype: DType, device: Device) -> Result<Tensor> {
     check_strided(layout, dtype)?;
-    allocate_layout(layout, dtype)
+    allocate_layout(layout, dtype, device)
 }
 
 fn check_strided(layout: &Layout, dtype: DType) -> Result<usize> {
@@ -119,17 +120,17 @@ fn check_strided(layout: &Layout, dtype: DType) -> Result<usize> {
 }
 
 /// Memory for a dense `layout` whose size has been checked (its extent is its element count).
-fn allocate_layout(layout: &Layout, dtype: DType) -> Result<Tensor> {
+fn allocate_layout(layout: &Layout, dtype: DType, device: Device) -> Result<Tensor> {
     let len = layout.extent().map(|(_, hi)| hi as usize).unwrap_or(0);
     let nbytes = crate::shape::storage_nbytes_contiguous(&[len], dtype.size())?;
-    let storage = Storage::new(nbytes, dtype, false)?;
+    let storage = crate::device::backend(device)?.allocate(nbytes, dtype, false)?;
     Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() })
 }
 
 /// `clone()`: new memory, fresh version counter, torch's preserve_format strides.
 pub fn clone_raw(t: &Tensor) -> Result<Tensor> {
-    let out = empty_strided(&preserved_layout(t), t.dtype())?;
-    copy_kernel(&out, t);
+    let out = empty_strided(&preserved_layout(t), t.dtype(), t.device())?;
+    copy_kernel(&out, t)?;
     Ok(out)
 }
 
@@ -138,8 +139,44 @@ pub fn to_dtype_raw(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
         return Ok(t.clone());
     }
-    let out = empty_strided(&preserved_layout(t), dtype)?;
-    copy_kernel(&out, t);
+    let out = empty_strided(&preserved_layout(t), dtype, t.device())?;
+    copy_kernel(&out, t)?;
+    Ok(out)
+}
+
+/// `to(device)`: `t` itself when already there (R6), else a contiguous copy on `device`, moved
+/// through host memory by the non-CPU side's backend (which synchronises, as torch's copies do).
+pub fn to_device_raw(t: &Tensor, device: Device) -> Result<Tensor> {
+    let from = t.device();
+    if from == device {
+        return Ok(t.clone());
+    }
+    let src = contiguous_raw(t)?;
+    let host = if from.is_cpu() {
+        src
+    } else {
+        let host = Tensor::empty(t.shape(), t.dtype())?;
+        crate::device::backend(from)?.transfer(&host, &src, true)?;
+        host
+    };
+    if device.is_cpu() {
+        return Ok(host);
+    }
+    let out = Tensor::empty_on(t.shape(), t.dtype(), device)?;
+    crate::device::backend(device)?.transfer(&host, &out, false)?;
+    Ok(out)
+}
+
+/// Differentiable `to(device)` (ToCopyBackward0: the gradient goes back to `t`'s device).
+pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    if t.device() == device {
+        return Ok(t.clone());
+    }
+    let out = to_device_raw(t, device)?;
+    if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
+        let back = t.device();
+        rec.finish("ToCopyBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(to_device_raw(ctx.grad(), back)?)])))?;
+    }
     Ok(out)
 }
 

@@ -113,18 +113,19 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     }
     let mut shape = first.shape().to_vec();
     shape[dim] = size_at_dim;
+    let device = crate::device::common_device(&ts.iter().collect::<Vec<_>>())?;
     let out = if output_is_channels_last(ts) {
         let strides = channels_last_strides(&shape);
-        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype)?
+        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype, device)?
     } else {
-        Tensor::empty(&shape, dtype)?
+        Tensor::empty_on(&shape, dtype, device)?
     };
     let mut at = 0;
     for t in ts.iter().filter(|t| !is_legacy_empty(t)) {
         let len = t.shape()[dim];
         if len > 0 {
             // The slot is a view of fresh memory, so the copy cannot overlap its source.
-            copy_kernel(&views::narrow_raw(&out, dim as i64, at as i64, len as i64)?, t);
+            copy_kernel(&views::narrow_raw(&out, dim as i64, at as i64, len as i64)?, t)?;
         }
         at += len;
     }

@@ -45,7 +45,7 @@ fn same_dtype(x: &Tensor, others: &[Option<&Tensor>]) -> Result<()> {
 /// stays where it was (checked against torch 2.13).
 fn store_unversioned(dst: &Tensor, values: &[f64]) -> Result<()> {
     let src = from_f64s(values.to_vec(), dst.shape(), dst.dtype())?;
-    crate::ops::copy::copy_kernel(dst, &src);
+    crate::ops::copy::copy_kernel(dst, &src)?;
     Ok(())
 }
 

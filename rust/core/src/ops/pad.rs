@@ -59,7 +59,7 @@ pub fn constant_pad_raw(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
         dst = narrow_raw(&dst, d, lr[0].max(0), kept)?;
     }
     if src.numel() > 0 {
-        copy_kernel(&dst, &src);
+        copy_kernel(&dst, &src)?;
     }
     Ok(out)
 }

@@ -4,6 +4,7 @@
 //! `with_unary_fn!` binds the per-element function once per (op, dtype) so every kernel is
 //! monomorphised and vectorisable; backward formulas will sit beside each entry.
 
+use crate::device::backend_for;
 use crate::kernels::TensorArg;
 use crate::dtype::{check_castable, DType};
 use crate::element::Element;
@@ -204,9 +205,9 @@ macro_rules! with_int_fn {
     }};
 }
 
-/// Runs `op` elementwise from `src` (already of the compute dtype) into `dst` (same dtype).
-/// `in_place` means `dst` is `src` itself.
-fn run(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
+/// The CPU backend's `unary`: runs `op` elementwise from `src` (already of the compute dtype)
+/// into `dst` (same dtype). `in_place` means `dst` is `src` itself.
+pub(crate) fn cpu_kernel(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
     let shape = dst.shape().to_vec();
     macro_rules! go {
         ($T:ty, $f:ident) => {
@@ -256,8 +257,8 @@ pub fn unary_raw(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.result_dtype(x.dtype())?;
     let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype)? };
     let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
-    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype)?;
-    run(op, &out, &compute, false);
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype, x.device())?;
+    backend_for(&[&out, &compute])?.unary(op, &out, &compute, false)?;
     Ok(out)
 }
 
@@ -274,13 +275,12 @@ pub fn unary_inplace_raw(op: UnaryOp, x: &Tensor) -> Result<()> {
     write(x, &[x], |reads| {
         debug_assert_eq!(reads[0].1, Alias::Same);
         if dtype == x.dtype() {
-            run(op, x, x, true);
+            backend_for(&[x])?.unary(op, x, x, true)
         } else {
             // e.g. logical_not_ on a float tensor: compute to bool, cast back.
             let tmp = unary_raw(op, x)?;
-            copy_kernel(x, &tmp);
+            copy_kernel(x, &tmp)
         }
-        Ok(())
     })
 }
 
@@ -306,7 +306,7 @@ pub fn map_float_raw(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + S
         write(x, &[x], |_| { body(x, x, true); Ok(()) })?;
         Ok(x.clone())
     } else {
-        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype)?;
+        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype, x.device())?;
         body(&out, x, false);
         Ok(out)
     }

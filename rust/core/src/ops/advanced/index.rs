@@ -24,7 +24,7 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let mut operands = vec![info.restrided(&shape)];
     operands.extend(info.index_operands(&shape));
     let it = iter_layout(&shape, &operands);
-    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype())?;
+    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype(), x.device())?;
     if out.numel() == 0 {
         return Ok(out);
     }

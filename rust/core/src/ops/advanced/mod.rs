@@ -28,8 +28,8 @@ const NO_INDEX_ASSERT: &str = "ntensor >= 3 INTERNAL ASSERT FAILED at \"/__w/pyt
 
 /// A copy of x in torch's preserve format (`clone()`, `.to(dtype)`).
 fn copy_preserving(x: &Tensor, dtype: DType) -> crate::error::Result<Tensor> {
-    let out = crate::ops::copy::empty_strided(&preserve_format(&x.layout), dtype)?;
-    copy_kernel(&out, x);
+    let out = crate::ops::copy::empty_strided(&preserve_format(&x.layout), dtype, x.device())?;
+    copy_kernel(&out, x)?;
     Ok(out)
 }
 

@@ -11,7 +11,8 @@ use crate::ops::Arg;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
 use super::{output_like, BinaryOp};
-use super::compute::{run, Mode};
+use super::compute::Mode;
+use crate::device::backend_for;
 
 const INT_DIV_ZERO: &str = "ZeroDivisionError";
 
@@ -77,7 +78,7 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     let fused = fused_alpha(op, alpha, compute);
     let (ta, tb) = (a.as_tensor(compute)?, b.as_tensor(compute)?);
     check_int_zero_division(op, compute, &tb, out.numel())?;
-    run(op, &out, &ta, &tb, Mode::Fresh, fused);
+    backend_for(&[&out, &ta, &tb])?.binary(op, &out, &ta, &tb, Mode::Fresh, fused)?;
     Ok(out)
 }
 
@@ -118,13 +119,13 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
         let (b_read, alias) = &reads[0];
         if compute == a.dtype() && out_dtype == a.dtype() {
             let mode = if *alias == Alias::Same { Mode::InPlaceSelf } else { Mode::InPlace };
-            run(op, a, a, b_read, mode, fused);
+            backend_for(&[a, b_read])?.binary(op, a, a, b_read, mode, fused)?;
         } else {
             // Mixed dtypes: compute into a temporary of the result type, then cast into a.
             let ta = crate::ops::copy::cast_input(a, compute)?;
-            let tmp = Tensor::empty(a.shape(), out_dtype)?;
-            run(op, &tmp, &ta, b_read, Mode::Fresh, fused);
-            copy_kernel(a, &tmp);
+            let tmp = Tensor::empty_on(a.shape(), out_dtype, a.device())?;
+            backend_for(&[&tmp, &ta, b_read])?.binary(op, &tmp, &ta, b_read, Mode::Fresh, fused)?;
+            copy_kernel(a, &tmp)?;
         }
         Ok(())
     })

@@ -91,7 +91,7 @@ pub fn clamp_scalar_raw(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in
         })?;
         return Ok(x.clone());
     }
-    let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype)?;
+    let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype, x.device())?;
     body(&out, &cast_input(x, dtype)?, false);
     Ok(out)
 }
@@ -123,13 +123,16 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
     if dtype == DType::Bool && bounds.len() == 2 {
         bail!(NotImplemented, "\"clamp_cpu\" not implemented for 'Bool'");
     }
+    let mut operands = vec![x];
+    operands.extend(bounds.iter().copied());
+    let device = crate::device::common_device(&operands)?;
     let out = if in_place {
-        Tensor::empty(&shape, dtype)?
+        Tensor::empty_on(&shape, dtype, device)?
     } else {
         let mut layouts = vec![cast_layout(x, dtype)];
         layouts.extend(bounds.iter().map(|b| cast_layout(b, dtype)));
         let refs: Vec<&Layout> = layouts.iter().collect();
-        empty_with_layout(&iterator_layout(&shape, &refs), dtype)?
+        empty_with_layout(&iterator_layout(&shape, &refs), dtype, device)?
     };
     let tx = cast_input(x, dtype)?;
     let sx = broadcast_strides(&tx, &shape);
@@ -150,7 +153,7 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
     });
     if in_place {
         write(x, &[&out], |reads| {
-            copy_kernel(x, &reads[0].0);
+            copy_kernel(x, &reads[0].0)?;
             Ok(())
         })?;
         return Ok(x.clone());

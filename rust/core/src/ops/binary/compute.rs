@@ -1,6 +1,6 @@
 //! What each binary op computes for one element, per dtype (integer arithmetic with torch's
-//! wrapping and Python's signs, float, bool and comparison closures), and `run`, the loop that
-//! applies one op out of place or in place.
+//! wrapping and Python's signs, float, bool and comparison closures), and `cpu_kernel`, the CPU
+//! loop that applies one op out of place or in place (the CPU backend's `binary`).
 
 use crate::dtype::DType;
 use crate::element::Element;
@@ -156,17 +156,10 @@ macro_rules! cmp_fn {
 }
 
 /// How the destination relates to operand a (the in-place `self`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Mode {
-    Fresh,
-    /// dst is a; b does not overlap dst.
-    InPlace,
-    /// dst is a and b is the very same elements.
-    InPlaceSelf,
-}
+pub(crate) use crate::device::BinaryMode as Mode;
 
 /// Runs `op` with inputs already cast to `compute` and `dst` of `compute` (or bool for comparisons).
-pub(super) fn run(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode, alpha: Option<f64>) {
+pub(crate) fn cpu_kernel(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode, alpha: Option<f64>) {
     let shape = dst.shape().to_vec();
     let sa = broadcast_strides(a, &shape);
     let sb = broadcast_strides(b, &shape);

@@ -38,7 +38,7 @@ pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -
     } else {
         let shape = broadcast_shapes(x.shape(), mask.shape())?;
         let out = Tensor::empty(&shape, x.dtype())?;
-        copy_kernel(&out, x);
+        copy_kernel(&out, x)?;
         out
     };
     let body = |dst: &Tensor, m: &Tensor| {

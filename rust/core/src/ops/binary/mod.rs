@@ -24,6 +24,7 @@ mod where_;
 pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_raw};
 pub use clamp::{clamp, clamp_scalar, clamp_scalar_raw, clamp_tensor, clamp_tensor_raw};
 pub use compute::IntArith;
+pub(crate) use compute::cpu_kernel;
 pub use masked_fill::{masked_fill, masked_fill_raw};
 pub use where_::{where_, where_raw};
 
@@ -146,13 +147,19 @@ impl Arg {
 /// The result of an elementwise op over `args` (cast to `compute`), laid out as torch's
 /// TensorIterator lays it out. `where`'s condition (`cond`) takes part but is never cast.
 fn output_like(op: Option<BinaryOp>, shape: &[usize], cond: Option<&Tensor>, args: &[&Arg], compute: DType, dtype: DType) -> crate::error::Result<Tensor> {
+    let mut tensors: Vec<&Tensor> = cond.into_iter().collect();
+    tensors.extend(args.iter().filter_map(|a| match a {
+        Arg::Tensor(t) => Some(t),
+        Arg::Scalar(_) => None,
+    }));
+    let device = crate::device::common_device(&tensors)?;
     if let (Some(BinaryOp::Pow), [a, b]) = (op, args) {
         match (a, b) {
             // pow(number, tensor) allocates a plain contiguous result of the exponent's shape;
             // pow(tensor, number) is a unary op over the (cast) base.
-            (Arg::Scalar(_), Arg::Tensor(_)) => return Tensor::empty(shape, dtype),
+            (Arg::Scalar(_), Arg::Tensor(_)) => return Tensor::empty_on(shape, dtype, device),
             (Arg::Tensor(t), Arg::Scalar(_)) => {
-                return empty_with_layout(&iterator_layout(shape, &[&cast_layout(t, compute)]), dtype)
+                return empty_with_layout(&iterator_layout(shape, &[&cast_layout(t, compute)]), dtype, device)
             }
             _ => {}
         }
@@ -164,7 +171,7 @@ fn output_like(op: Option<BinaryOp>, shape: &[usize], cond: Option<&Tensor>, arg
         Arg::Scalar(_) => scalar.clone(),
     }));
     let refs: Vec<&Layout> = layouts.iter().collect();
-    empty_with_layout(&iterator_layout(shape, &refs), dtype)
+    empty_with_layout(&iterator_layout(shape, &refs), dtype, device)
 }
 
 fn not(m: &Tensor) -> Result<Tensor> {

@@ -80,7 +80,7 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
         let (src, alias) = &reads[0];
         // The very same elements: nothing to move (torch skips the kernel too), still a bump.
         if *alias != Alias::Same {
-            crate::ops::copy::copy_kernel(dst, src);
+            crate::ops::copy::copy_kernel(dst, src)?;
         }
         Ok(())
     })
@@ -88,10 +88,7 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// `dst.fill_(value)` through the write path.
 fn fill_(dst: &Tensor, value: Scalar) -> Result<()> {
-    write(dst, &[], |_| {
-        crate::kernels::fill::fill(dst, value);
-        Ok(())
-    })
+    write(dst, &[], |_| crate::device::backend_for(&[dst])?.fill(dst, value))
 }
 
 /// A Python number converted for `x[key] = number` (torch's `valueToTensor`): a 0-d tensor of

@@ -26,7 +26,7 @@ pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
     let per_output = x.numel().checked_div(out_numel).unwrap_or(0);
     let warn = per_output as f64 - correction <= 0.0;
     if x.numel() == 0 {
-        crate::kernels::fill::fill(&out, crate::Scalar::Float(f64::NAN));
+        crate::device::backend_for(&[&out])?.fill(&out, crate::Scalar::Float(f64::NAN))?;
         return Ok((out, warn));
     }
     dispatch_float!(x.dtype(), T => {

@@ -1,0 +1,118 @@
+//! The device seam: every op reaches memory and kernels through one per-device interface,
+//! `Backend`, and never asks which device it is on.
+//!
+//! An op computes shapes, dtypes, layouts and autograd bookkeeping itself (the same for every
+//! device), then hands the element work to `backend_for(..)`: "write op(src) into dst". The CPU
+//! implementation (`cpu.rs`) calls the kernels that live beside each op; a CUDA implementation
+//! is registered at run time by the bindings (the only Rust code allowed to call Python, which
+//! owns CuPy). Views, version counters, the write path, the engine and the saved-tensor checks
+//! are above this line and shared by all devices.
+//!
+//! What crosses the seam is tensors (storage + layout) and small op enums, never closures: a
+//! closure cannot be sent to a GPU, an enum names a kernel on every device.
+
+mod cpu;
+
+pub use minigrad_base::device::{check_same_device, Device};
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{Error, Result};
+use crate::ops::binary::BinaryOp;
+use crate::ops::unary::UnaryOp;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+use std::sync::{Arc, RwLock};
+
+/// How a binary kernel's destination relates to its first operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryMode {
+    /// `dst` is new memory.
+    Fresh,
+    /// `dst` is `a` itself; `b` does not overlap it (checked by the write path).
+    InPlace,
+    /// `dst` is `a` and `b` is the very same elements (`x += x`).
+    InPlaceSelf,
+}
+
+/// One device's memory and kernels. Every method writes only `dst` (a fresh output, or a tensor
+/// the caller has passed through `ops::write`), reads only its sources, and returns an error
+/// (never panics) when the device refuses.
+pub trait Backend: Send + Sync {
+    fn device(&self) -> Device;
+
+    /// `nbytes` of memory (size already checked by `shape::storage_nbytes_*`), zeroed on request.
+    fn allocate(&self, nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>>;
+
+    /// `dst = cast(src)`, `src` read through `src_strides` (its strides broadcast to `dst`'s
+    /// shape). Both on this device; `dst` does not overlap `src`.
+    fn copy(&self, dst: &Tensor, src: &Tensor, src_strides: &[isize]) -> Result<()>;
+
+    /// Every element of `dst` set to `value` cast to `dst`'s dtype.
+    fn fill(&self, dst: &Tensor, value: Scalar) -> Result<()>;
+
+    /// `dst = op(src)`; `src` already has the compute dtype (the op layer casts) and `dst` that
+    /// dtype too, except for `logical_not` (bool out). `in_place`: `dst` is `src`.
+    fn unary(&self, op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()>;
+
+    /// `dst = op(a, b)` with `a`, `b` cast to the compute dtype and broadcast to `dst`'s shape;
+    /// `alpha` (add/sub on floats) is fused as `a + alpha * b`, rounded once.
+    fn binary(&self, op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, alpha: Option<f64>) -> Result<()>;
+
+    /// `dst += src` (same float dtype, `src` broadcast): gradient accumulation. Overlapping
+    /// elements of `dst` each receive every contribution.
+    fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()>;
+
+    /// Copies a contiguous tensor on this device into contiguous host memory of the same dtype,
+    /// or back (`to_host` false). Used by `to(device)`, `item()` and `tolist()` (which therefore
+    /// synchronise, as torch's do).
+    fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()>;
+}
+
+static CPU: cpu::Cpu = cpu::Cpu;
+
+/// Backends registered for CUDA devices, by ordinal (filled by the bindings).
+static CUDA: RwLock<Vec<Option<&'static dyn Backend>>> = RwLock::new(Vec::new());
+
+/// Makes `backend` the implementation of its device. Called once per device by the bindings;
+/// a backend lives for the rest of the process (tensors on it may outlive any Python object).
+pub fn register(backend: Box<dyn Backend>) -> Result<()> {
+    let Device::Cuda(i) = backend.device() else {
+        return Err(Error::Runtime("the CPU backend is built in".into()));
+    };
+    let mut table = CUDA.write().unwrap_or_else(|e| e.into_inner());
+    let i = i as usize;
+    if table.len() <= i {
+        table.resize(i + 1, None);
+    }
+    table[i] = Some(Box::leak(backend));
+    Ok(())
+}
+
+/// The backend of `device`, or torch's words for a device this process cannot use.
+pub fn backend(device: Device) -> Result<&'static dyn Backend> {
+    match device {
+        Device::Cpu => Ok(&CPU),
+        Device::Cuda(i) => {
+            let table = CUDA.read().unwrap_or_else(|e| e.into_inner());
+            table.get(i as usize).copied().flatten().ok_or_else(|| {
+                Error::Runtime(format!("minigrad: no backend for device '{}' (is minigrad.cuda available?)", device))
+            })
+        }
+    }
+}
+
+/// The backend shared by `tensors` (torch's device-mismatch error when they differ). As in
+/// torch, a 0-d CPU tensor (a wrapped Python number, or `torch.tensor(2.)`) may accompany tensors
+/// of another device: backends accept such an operand wherever a scalar can stand.
+pub fn backend_for(tensors: &[&Tensor]) -> Result<&'static dyn Backend> {
+    backend(common_device(tensors)?)
+}
+
+/// The device an op over `tensors` runs on (see `backend_for`).
+pub fn common_device(tensors: &[&Tensor]) -> Result<Device> {
+    let is_cpu_scalar = |t: &&&Tensor| t.ndim() == 0 && t.device().is_cpu();
+    if tensors.iter().all(|t| is_cpu_scalar(&t)) {
+        return Ok(Device::Cpu);
+    }
+    check_same_device(tensors.iter().filter(|t| !is_cpu_scalar(t)).map(|t| t.device()))
+}
