@@ -11,14 +11,18 @@ use minigrad_core::ops::unary::UnaryOp;
 use minigrad_core::ops::{binary::binary_raw, copy, unary::unary_raw, Arg};
 use minigrad_core::storage::Storage;
 use minigrad_core::{DType, Scalar, Tensor};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Once};
 
-static CALLS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+thread_local! {
+    /// The calls made on this thread while recording (tests run in parallel threads, each
+    /// sees only its own).
+    static CALLS: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
 
 struct StandIn;
 
 fn log(s: String) {
-    CALLS.lock().unwrap().push(s);
+    CALLS.with(|c| if let Some(v) = c.borrow_mut().as_mut() { v.push(s) });
 }
 
 impl Backend for StandIn {
@@ -60,15 +64,12 @@ impl Backend for StandIn {
     }
 }
 
-/// Registers the stand-in once and returns the calls logged by `f` alone. The tests share one
-/// process-wide registry, so they take the log's lock in turn through `serial`.
+/// The backend calls `f` makes (on this thread), in order.
 fn calls_of(f: impl FnOnce()) -> Vec<String> {
-    static SERIAL: Mutex<()> = Mutex::new(());
     register();
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    CALLS.lock().unwrap().clear();
+    CALLS.with(|c| *c.borrow_mut() = Some(Vec::new()));
     f();
-    std::mem::take(&mut *CALLS.lock().unwrap())
+    CALLS.with(|c| c.borrow_mut().take().unwrap())
 }
 
 fn register() {
