@@ -21,7 +21,7 @@ from ._tensor import Tensor
 from . import _ops
 
 globals().update(_ops.FUNCTIONS)  # the module-level ops, minigrad.add, minigrad.exp, ... (python/minigrad/_ops/)
-from . import memory  # noqa: F401
+from . import cuda, memory  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401
 from . import optim  # noqa: F401

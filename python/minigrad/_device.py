@@ -1,10 +1,13 @@
-"""`minigrad.device`: where a tensor lives. This build computes on the CPU.
+"""`minigrad.device`: where a tensor lives.
 
 Device strings are parsed as torch parses them (`type[:index]`, torch's list of device types),
-so a typo fails with torch's words; only "cpu" can hold tensors here."""
+so a typo fails with torch's words. "cpu" always holds tensors; "cuda" does when
+`minigrad.cuda.is_available()`, and otherwise fails saying which piece is missing."""
 
 import builtins
 import re
+
+from ._cuda_probe import require as _require_cuda
 
 # torch's device types, in the order its error message lists them
 _TYPES = (
@@ -66,14 +69,15 @@ CPU = device("cpu")
 
 
 def check_device(dev):
-    """Accepts None and CPU devices; any other (valid) device raises a clear error, as this build
-    has no GPU backend."""
+    """The device `dev` names (None is the CPU), once it is known to be usable: a CUDA device
+    without CuPy, a GPU or the engine's CUDA backend raises a RuntimeError naming what is
+    missing; a device type minigrad has no backend for raises too."""
     if dev is None:
         return CPU
     d = dev if isinstance(dev, device) else device(dev)
+    if d.type == "cuda":
+        _require_cuda(d.index)
+        return device("cuda", d.index or 0)
     if d.type != "cpu":
-        raise RuntimeError(
-            f"minigrad: device '{d}' is not available: this build runs on the CPU only "
-            "(the CuPy backend is installed with `pip install minigrad[cuda]` on a machine with a GPU)"
-        )
-    return d
+        raise RuntimeError(f"minigrad: device type '{d.type}' is not supported (minigrad computes on 'cpu' and 'cuda')")
+    return CPU

@@ -13,7 +13,7 @@ import numpy as _np
 
 from . import _C
 from ._creation import from_numpy
-from ._device import CPU, check_device
+from ._device import CPU, check_device, device as _device
 from ._formatting import tensor_repr, type_name
 
 
@@ -55,11 +55,16 @@ class Tensor(_C.TensorBase):
 
     @property
     def device(self):
-        return CPU
+        kind, index = _C.device_of(self)
+        return CPU if kind == "cpu" else _device(kind, index)
 
     @property
     def is_cuda(self):
-        return False
+        return _C.device_of(self)[0] == "cuda"
+
+    @property
+    def is_cpu(self):
+        return _C.device_of(self)[0] == "cpu"
 
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(other) / to(device, dtype), as torch.Tensor.to."""
@@ -74,16 +79,24 @@ class Tensor(_C.TensorBase):
                 dtype, dev = a.dtype, a.device
             elif a is not None:
                 dev = a
-        check_device(dev)
+        out = self
+        if dev is not None:
+            target = check_device(dev)
+            out = _C.to_device(self, target.type, target.index)
         if dtype is None:
-            return self.clone() if copy else self
-        return _C.to_dtype_(self, dtype, copy)
+            return out.clone() if copy and out is self else out
+        return _C.to_dtype_(out, dtype, copy and out is self)
 
-    def cpu(self):
-        return self
+    def cpu(self, memory_format=None):
+        return _C.to_device(self, "cpu")
 
-    def cuda(self, device=None):
-        check_device(device if device is not None else "cuda")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = f"cuda:{device}"
+        target = check_device(device if device is not None else "cuda")
+        if target.type != "cuda":
+            raise RuntimeError("Invalid device, must be cuda device")
+        return _C.to_device(self, "cuda", target.index)
 
     def type_as(self, other):
         if not isinstance(other, _C.TensorBase):
@@ -107,9 +120,11 @@ class Tensor(_C.TensorBase):
 
     def numpy(self, *, force=False):
         """Shares memory with the tensor (no copy), as torch's does for CPU tensors."""
+        _check_host(self)
         return _C.to_numpy(self)
 
     def __array__(self, dtype=None, copy=None):
+        _check_host(self)
         arr = _C.to_numpy(self)
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
@@ -169,3 +184,12 @@ class Tensor(_C.TensorBase):
 
     def __reduce_ex__(self, proto):
         raise TypeError("minigrad tensors are not picklable; use minigrad.save (safetensors)")
+
+
+def _check_host(t):
+    """NumPy reads host memory only: torch's TypeError for a tensor on a GPU."""
+    kind, index = _C.device_of(t)
+    if kind != "cpu":
+        raise TypeError(
+            f"can't convert {kind}:{index} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        )

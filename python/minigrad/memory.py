@@ -13,14 +13,18 @@ import resource
 from contextlib import contextmanager
 
 from . import _C
+from ._cuda_probe import require as _require_cuda
 from ._device import device as _device
 
 
 def _check_device(device):
-    """Parses `device` as torch does (typos fail with torch's words); only the CPU is tracked."""
+    """Parses `device` as torch does (typos fail with torch's words); only the CPU is tracked.
+    A CUDA device first says why it is unavailable, when it is."""
     if device is None:
         return
     d = device if isinstance(device, _device) else _device(device)
+    if d.type == "cuda":
+        _require_cuda(d.index)
     if d.type != "cpu":
         raise RuntimeError(
             f"minigrad.memory: no memory is tracked on device '{d}'; this build computes on the CPU only"

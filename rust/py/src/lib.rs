@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod autograd;
 mod convert;
 mod creation;
+mod device;
 mod dtype;
 mod elementwise;
 mod errors;
@@ -31,6 +32,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_make_subclass, m)?)?;
     m.add("_debug_build", cfg!(debug_assertions))?;
     creation::register(m)?;
+    device::register(m)?;
     elementwise::register(m)?;
     interop::register(m)?;
     reduce::register(m)?;
