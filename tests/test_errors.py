@@ -209,7 +209,9 @@ def test_error_parity(name):
         assert vm == vt, (name, vt, vm)
 
 
+@pytest.mark.skipif(mg.cuda.is_available(), reason="the refusal is for machines without a usable GPU")
 def test_cuda_is_refused_clearly():
+    # the sentence names what is missing on this machine (tests/test_device.py checks each case)
     for f in (lambda: mg.zeros(2, device="cuda"), lambda: mg.ones(2).cuda(), lambda: mg.ones(2).to("cuda:1"), lambda: mg.ones(2).to(3)):
-        with pytest.raises(RuntimeError, match="not available: this build runs on the CPU only"):
+        with pytest.raises(RuntimeError, match="^minigrad: CUDA is not available: "):
             f()

@@ -9,7 +9,7 @@
 from . import _C
 from ._C import bool, dtype, float32, float64, int32, int64  # noqa: A004 (torch's names)
 from ._creation import (
-    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, zeros,
     zeros_like,
 )

@@ -224,6 +224,27 @@ def _numpy_to_tensor(arr):
     return _C.from_numpy(arr)
 
 
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor over another library's memory through DLPack (torch's `from_dlpack`): `ext_tensor`
+    is any object with `__dlpack__` (a torch, NumPy or CuPy array, a minigrad tensor) or a DLPack
+    capsule. The memory is shared, the version counter is not (as in torch). `device` moves the
+    result, `copy=True` always copies, `copy=False` refuses to."""
+    if hasattr(ext_tensor, "__dlpack__"):
+        capsule = ext_tensor.__dlpack__()
+    else:
+        if device is not None or copy is not None:
+            raise AssertionError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")
+        capsule = ext_tensor
+    out = _C.from_dlpack_capsule(capsule)
+    if device is not None:
+        target = check_device(device)
+        if target != out.device:
+            if copy is False:
+                raise BufferError("from_dlpack: copy=False, but the tensor is on another device")
+            return _C.to_device(out, target.type, target.index)
+    return out.clone() if copy else out
+
+
 def from_numpy(ndarray):
     """A tensor sharing the array's memory (writes are visible both ways)."""
     if not isinstance(ndarray, _np.ndarray):

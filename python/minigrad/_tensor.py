@@ -123,6 +123,17 @@ class Tensor(_C.TensorBase):
         _check_host(self)
         return _C.to_numpy(self)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (consumers: torch, NumPy, CuPy)."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"minigrad: cannot export a {self.device} tensor to DLPack device {tuple(dl_device)}")
+        source = self.clone() if copy else self
+        return _C.to_dlpack(source)
+
+    def __dlpack_device__(self):
+        """(DLPack device type, index): (1, 0) for the CPU, (2, i) for cuda:i."""
+        return _C.dlpack_device(self)
+
     def __array__(self, dtype=None, copy=None):
         _check_host(self)
         arr = _C.to_numpy(self)

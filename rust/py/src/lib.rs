@@ -10,6 +10,7 @@ mod autograd;
 mod convert;
 mod creation;
 mod device;
+mod dlpack;
 mod dtype;
 mod elementwise;
 mod errors;
@@ -33,6 +34,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("_debug_build", cfg!(debug_assertions))?;
     creation::register(m)?;
     device::register(m)?;
+    dlpack::register(m)?;
     elementwise::register(m)?;
     interop::register(m)?;
     reduce::register(m)?;
