@@ -164,3 +164,20 @@ def test_covered_rule_ids():
 if __name__ == "__main__":
     for rid in sys.argv[1:] or RULES_BY_ID:
         print(f"== {rid}\n{run_snippet(RULES_BY_ID[rid].code, torch)}")
+
+
+def test_backward_of_an_integer_tensor_given_a_history_stops_as_torch_does():
+    # fill_ with a float tensor that requires grad gives even an int tensor FillBackward3
+    # (torch's quirk); a backward pass from it then stops at torch's internal assertion
+    import minigrad
+    import torch
+
+    outcomes = []
+    for lib in (torch, minigrad):
+        x = lib.tensor(0)
+        x.fill_(lib.tensor(0.0, requires_grad=True))
+        assert x.requires_grad and x.grad_fn.name() == "FillBackward3"
+        with pytest.raises(RuntimeError) as e:
+            x.backward(gradient=lib.full((), 1.0, dtype=x.dtype))
+        outcomes.append(str(e.value))
+    assert outcomes[0] == outcomes[1]

@@ -468,3 +468,19 @@ def test_large_full_sum_is_accurate():
     assert x.sum().item() == n and x.sum().dtype == mg.int64
     assert mg.ones(3, n // 8).sum(1).tolist() == [float(n // 8)] * 3
     assert mg.ones(n // 8, 3).sum(0).tolist() == [float(n // 8)] * 3
+
+
+@pytest.mark.parametrize("ord", [0, 0.5, 1, 2, 3, math.inf, -math.inf, -1, -2])
+@pytest.mark.parametrize("shape, dim", [((), None), ((1,), None), ((2, 1), 1), ((1, 3), 0), ((2, 2), 1)])
+def test_norm_of_single_elements_is_their_magnitude(ord, shape, dim):
+    # torch skips the reduction when each output reduces one element, so a square that would
+    # underflow (1e-200 ** 2) is not lost; larger reductions underflow in both libraries alike
+    values = np.resize(np.array([5e-300, -3.0, 1.65e-294, 0.0]), shape)
+    t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    m = mg.tensor(values, dtype=mg.float64, requires_grad=True)
+    tn, mn = t.norm(ord, dim), m.norm(ord, dim)
+    np.testing.assert_array_equal(mn.detach().numpy(), tn.detach().numpy())
+    if ord != 0:
+        tn.sum().mul(-5).backward()
+        mn.sum().mul(-5).backward()
+        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-15, atol=0)  # formulas may round apart by an ulp

@@ -97,6 +97,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     let mut buffers: HashMap<Key, Vec<Option<Tensor>>> = HashMap::new();
     for (e, g) in req.roots {
         if let Some(n) = &e.node {
+            check_differentiable(&g)?;
             add_to_buffer(&mut buffers, n, e.input_nr, g)?;
         }
     }
@@ -302,9 +303,22 @@ fn validate_outputs(node: &Node, mut outs: Vec<Option<Tensor>>) -> Result<Vec<Op
         if t.dtype() != meta.dtype {
             t = crate::ops::copy::to_dtype(&t, meta.dtype)?;
         }
+        check_differentiable(&t)?;
         *g = Some(t);
     }
     Ok(outs)
+}
+
+/// A gradient must be floating point. Only torch's quirks reach this (an integer tensor given a
+/// history by `fill_(float tensor that requires grad)`, then `backward()` on it): torch stops
+/// there with an internal assertion, and so does minigrad, with torch's words.
+fn check_differentiable(g: &Tensor) -> Result<()> {
+    if g.dtype().is_floating() {
+        return Ok(());
+    }
+    Err(Error::Runtime(
+        "isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/autograd/engine.cpp\":998, please report a bug to PyTorch. ".into(),
+    ))
 }
 
 /// Runs an AccumulateGrad-like step for a captured non-leaf input of backward(inputs=...).

@@ -11,7 +11,7 @@ use crate::ops::unary::{unary_raw, UnaryOp};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 use crate::dispatch_float;
-use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_number, py_opt_ints, reduced_dims, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, zero_at, DimCheck, ReduceOp};
+use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_number, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, zero_at, DimCheck, ReduceOp};
 
 /// `linalg.vector_norm(x, ord, dim, keepdim, dtype=)`, which `Tensor.norm` uses for numeric
 /// orders and for 'fro' over at most two dims.
@@ -63,7 +63,14 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
     let out_dtype = dtype.unwrap_or(x.dtype());
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), out_dtype)?;
+    let out_shape = reduced_shape(x.shape(), &mask, keepdim);
+    if ord != 0.0 && x.numel() > 0 && reduced_numel(x.shape(), &mask) == 1 {
+        // Each output reduces one element: torch returns |x| without running the reduction, so
+        // a square that would underflow (the 2-norm of 1e-200) is not lost. Order 0 still counts.
+        let a = crate::ops::copy::contiguous_raw(&crate::ops::copy::to_dtype_raw(&unary_raw(UnaryOp::Abs, x)?, out_dtype)?)?;
+        return Ok(Tensor::from_storage(a.storage, crate::layout::Layout::contiguous(&out_shape)));
+    }
+    let out = Tensor::empty(&out_shape, out_dtype)?;
     dispatch_float!(x.dtype(), T => dispatch_float!(out_dtype, D => {
         let p = out_ptr::<D>(&out);
         use norm_kind::*;
