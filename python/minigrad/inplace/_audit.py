@@ -8,18 +8,21 @@ How it decides (every pass is forward+backward once, see _run.py):
    stale, and backward will raise on it; the calls that wrote into its tensor after it was saved
    (same version counter, version in between) are *unsafe*. Every other in-place call is *safe*:
    nothing backward needs was overwritten. An in-place call that raises at once (a leaf that
-   requires grad, a view that may not be written) is *raises*; the audit runs it out of place to
-   see the rest. That backward really raises exactly when some call is unsafe is checked.
-2. **Multi-branch hazard**: the stale save was an *input* of another op (that op read the tensor
-   before the write and needs it in backward), or, with this op alone made out of place, the
-   results differ: some other part of the program reads the tensor after the write and sees the
-   overwritten values.
-3. **Each in-place op alone out of place**, and all of them at once: is backward fine, are the
-   outputs and gradients the same, and what do the allocator's counters say the in-place form
-   saves (`Saving`). A pass as written that holds no extra tensors is the baseline.
-4. **Each out-of-place op with an in-place form alone in place** (`propose=True`): it could be in
-   place when that pass runs forward and backward, gives the same outputs and gradients, and the
-   tensor it would overwrite is no input, parameter or buffer of the model.
+   requires grad, a view that may not be written) is *raises*; the audit runs it out of place in
+   every pass, to see the rest. That backward really raises exactly when some call is unsafe is
+   checked (`consistent`).
+2. **The reference program** is the program with its unsafe ops out of place (the program as
+   written when there are none). The other passes are compared with it: their outputs and
+   gradients, and the allocator's counts (`Saving`).
+3. **Each safe in-place op made out of place** in the reference: the bytes its in-place form
+   saves, and whether the results change. If they do, another branch reads the tensor after the
+   write and sees the overwritten values: the *multi-branch hazard*. The other kind of it is found
+   in step 1: the stale save was another op's *input* (that op read the tensor before the write
+   and needs it in backward). An unsafe op is also run alone out of place, to say whether that
+   alone lets backward run.
+4. **Each out-of-place op with an in-place form made in place** in the reference (`propose=True`):
+   it could be in place when that pass runs forward and backward, gives the same outputs and
+   gradients, and the tensor it would overwrite is no input, parameter or buffer of the model.
 """
 
 from .._formatting import type_name
@@ -46,35 +49,46 @@ def audit(model, *example_inputs, propose=True, seed=0, rtol=1e-5, atol=1e-6):
 
 def _audit(runner, model, example_inputs, propose, rtol, atol):
     written = runner.run(keep_targets=True)
-    baseline = runner.run()
     report = AuditReport(
         model=_describe_model(model), inputs=[_describe(x) for x in example_inputs],
         forward_error=written.forward_error, backward_error=written.backward_error,
     )
     calls = written.calls
-    aligned = _same_calls(written, baseline)
+    unsafe = sorted({k for s in written.stale for k in s.writers})
+    reference = runner.run(flip=unsafe)  # with no unsafe op, this is the program as written
+    if unsafe:
+        report.fixed = _outcome(written, reference, _same_calls(written, reference), rtol, atol, compare_results=False)
+        report.fixed["flipped"] = list(unsafe)
+    base = reference if _same_calls(written, reference) and reference.ok else None
 
     flippable = [c.index for c in calls if c.inplace and c.twin and not c.error]
     if flippable:
         everything = runner.run(flip=flippable)
-        report.all_out_of_place = _outcome(written, everything, _same_calls(written, everything), rtol, atol)
+        report.all_out_of_place = _outcome(reference, everything, _same_calls(written, everything), rtol, atol)
 
     for c in calls:
         if c.inplace:
-            alone = runner.run(flip={c.index}) if c.index in flippable else None
-            report.inplace.append(_judge_inplace(c, written, baseline if aligned else None, alone, rtol, atol))
+            if c.index not in flippable:
+                alone = None
+            elif c.index in unsafe:
+                alone = runner.run(flip={c.index})
+            else:
+                alone = runner.run(flip=set(unsafe) | {c.index})
+            report.inplace.append(_judge_inplace(c, written, base, alone, c.index in unsafe, rtol, atol))
 
     for c in calls:
         if not c.inplace and c.statement is not True and c.twin:
-            report.proposals.append(_judge_proposal(c, written, baseline if aligned else None, runner, propose, rtol, atol))
+            report.proposals.append(_judge_proposal(c, base, unsafe, runner, propose, rtol, atol))
 
     report.unexplained = [s.as_dict() for s in written.stale if not s.writers]
-    caused_error = any(not op.safe and op.verdict == "unsafe" for op in report.inplace) or report.unexplained
-    report.consistent = bool(caused_error) == written.version_error or written.forward_error is not None
+    caused_error = bool(unsafe or report.unexplained)
+    report.consistent = caused_error == written.version_error or written.forward_error is not None
     return report
 
 
-def _judge_inplace(c, written, baseline, alone, rtol, atol):
+def _judge_inplace(c, written, base, alone, is_unsafe, rtol, atol):
+    """`base`: the reference pass (None when it did not run through); `alone`: this op out of
+    place (in the reference, or by itself when it is unsafe)."""
     op = InplaceOp(index=c.index, label=c.label, where=c.where, code=c.code, module_path=c.module_path, module=c.module,
                    statement=c.statement, writes_into=c.state if c.ran_in_place else None, nbytes=c.nbytes)
     if c.error:
@@ -96,10 +110,12 @@ def _judge_inplace(c, written, baseline, alone, rtol, atol):
                 op.reasons.append(f"it overwrote its own operand, which its {s.node} saved")
     elif c.twin is None:
         op.reasons.append("nothing backward needs is overwritten")
-    if alone is not None:
-        outcome = _outcome(written, alone, _same_calls(written, alone), rtol, atol)
+    if alone is not None and is_unsafe:
+        op.out_of_place = _outcome(written, alone, _same_calls(written, alone), rtol, atol, compare_results=False)
+    elif alone is not None and base is not None:
+        outcome = _outcome(base, alone, _same_calls(written, alone), rtol, atol)
         op.out_of_place = outcome
-        if outcome["same_results"] is False and written.ok and alone.ok:
+        if outcome["same_results"] is False:
             if c.statement:
                 op.reasons.append(f"the result is dropped: the program relies on the write itself "
                                   f"(out of place it would be `x = x.{c.twin}(...)`)")
@@ -108,27 +124,26 @@ def _judge_inplace(c, written, baseline, alone, rtol, atol):
                 op.reasons.append(f"another branch reads this tensor after the write and sees the "
                                   f"overwritten values: out of place, {outcome['differs_in']} differs"
                                   + _by(outcome["max_difference"]))
-        if baseline is not None and outcome["aligned"] and not c.statement:
-            op.saves = _saving(alone, baseline, c.index)
+        if outcome["aligned"] and not c.statement:
+            op.saves = _saving(alone, base, c.index)
     if op.verdict == "safe" and not op.reasons:
         op.reasons.append("nothing backward needs is overwritten")
     return op
 
 
-def _judge_proposal(c, written, baseline, runner, propose, rtol, atol):
+def _judge_proposal(c, base, unsafe, runner, propose, rtol, atol):
     p = Proposal(index=c.index, label=c.label, inplace_form=c.twin, where=c.where, code=c.code,
                  module_path=c.module_path, module=c.module, nbytes=c.nbytes)
     if c.state:
         p.verdict, p.reason = "no", f"it would overwrite the {c.state}"
         return p
-    if not propose or not written.ok or baseline is None:
+    if not propose or base is None:
         p.verdict = "not checked"
-        p.reason = ("not asked (propose=False)" if not propose else
-                    "the program as written does not run forward and backward" if not written.ok else
-                    "the passes did not make the same calls")
+        p.reason = "not asked (propose=False)" if not propose else (
+            "the program does not run forward and backward even with its unsafe ops out of place")
         return p
-    trial = runner.run(flip={c.index})
-    outcome = _outcome(written, trial, _same_calls(written, trial), rtol, atol)
+    trial = runner.run(flip=set(unsafe) | {c.index})
+    outcome = _outcome(base, trial, _same_calls(base, trial), rtol, atol)
     flipped = trial.calls[c.index] if c.index < len(trial.calls) else None
     if flipped is not None and flipped.flip_error:
         p.verdict, p.reason = "no", f"in place it raises {flipped.flip_error}"
@@ -141,30 +156,28 @@ def _judge_proposal(c, written, baseline, runner, propose, rtol, atol):
         p.reason = (f"another branch reads the input after this op: in place, {outcome['differs_in']} "
                     f"changes" + _by(outcome["max_difference"]))
     else:
-        p.saves = _saving(trial, baseline, c.index, sign=-1) if outcome["aligned"] else None
+        p.saves = _saving(base, trial, c.index) if outcome["aligned"] else None
         p.reason = "backward runs and the outputs and gradients are the same" + (
             f"; saves {_bytes_phrase(p.saves)}" if p.saves else "")
     return p
 
 
-def _outcome(written, other, aligned, rtol, atol):
+def _outcome(reference, other, aligned, rtol, atol, compare_results=True):
+    """How pass `other` went, and (when both ran through) whether it gave `reference`'s results."""
     backward = ("raises" if other.backward_error else "runs") if other.forward_error is None else "not reached"
-    if not aligned:
+    if not aligned or not compare_results:
         return {"backward": backward, "same_results": None, "differs_in": None, "max_difference": None,
                 "aligned": False, "error": other.forward_error or other.backward_error}
-    if not (written.ok and other.ok):
+    if not (reference.ok and other.ok):
         return {"backward": backward, "same_results": None, "differs_in": None, "max_difference": None,
                 "aligned": True, "error": other.forward_error or other.backward_error}
-    same, where, diff = compare(written, other, rtol, atol)
+    same, where, diff = compare(reference, other, rtol, atol)
     return {"backward": backward, "same_results": same, "differs_in": where, "max_difference": diff,
             "aligned": True, "error": None}
 
 
-def _saving(out_of_place, in_place, index, sign=1):
-    """Bytes the in-place pass saves against the out-of-place one (sign=-1 when `out_of_place`
-    is in fact the in-place trial and `in_place` the baseline)."""
-    if sign < 0:
-        out_of_place, in_place = in_place, out_of_place
+def _saving(out_of_place, in_place, index):
+    """Bytes the pass with call `index` in place saves against the pass with it out of place."""
     peak = out_of_place.peak_bytes - in_place.peak_bytes if out_of_place.ok and in_place.ok else None
     return Saving(call=out_of_place.calls[index].call_bytes - in_place.calls[index].call_bytes,
                   held=out_of_place.held_bytes - in_place.held_bytes, peak=peak)

@@ -72,7 +72,8 @@ class AuditReport:
     inplace: list = field(default_factory=list)    # InplaceOp
     proposals: list = field(default_factory=list)  # Proposal
     unexplained: list = field(default_factory=list)  # stale saves no seen call wrote (Save.as_dict())
-    all_out_of_place: dict = None         # every in-place op out of place at once: {"backward", "same_results", ...}
+    fixed: dict = None                    # the unsafe ops out of place (the reference program): {"backward", "flipped", ...}
+    all_out_of_place: dict = None         # every in-place op out of place at once, against the reference
     consistent: bool = True               # the verdicts agree with what backward did
 
     @property
@@ -124,6 +125,10 @@ class AuditReport:
         else:
             out.append("as written, forward and backward run" if not any(
                 op.verdict == "raises" for op in self.inplace) else "then forward and backward run")
+        if self.fixed is not None:
+            n = len(self.fixed["flipped"])
+            out.append(f"with its {n} unsafe op{'s' if n > 1 else ''} out of place, backward {self.fixed['backward']}"
+                       + ("; the rest of this report is about that program" if self.fixed["backward"] == "runs" else ""))
         if self.all_out_of_place is not None:
             a = self.all_out_of_place
             same = {True: "the same results", False: f"different results ({a['differs_in']})", None: "no comparison"}
