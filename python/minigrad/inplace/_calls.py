@@ -77,11 +77,9 @@ class Call:
     module_path: str = None  # the innermost module running, as named_modules() names it ("0.relu")
     module: str = None       # and what it is ("ReLU(inplace=True)")
     statement: bool = None   # the caller drops the result (`x.relu_()` as a statement)
-    numel: int = 0
     nbytes: int = 0          # bytes of the tensor written (or that would be written)
     version_before: int = None
     version_after: int = None
-    grad_fn_before: str = None
     call_bytes: int = 0      # bytes the call allocated that were still allocated when it returned
     error: str = None        # what the as-written form raised (it then ran in its other form)
     flip_error: str = None   # what the flipped form raised (it then ran as written)
@@ -189,10 +187,12 @@ class Recorder:
         try:
             return run(in_place)
         except RuntimeError as e:
-            if call.twin is None:
-                call.error = _first_line(e)
+            if not in_place or call.twin is None:  # the program's own error: it ends the pass
+                if call.inplace and not call.flipped:
+                    call.error = _first_line(e)
                 raise
-            # report it, and go on in the other form so the rest of the pass is seen
+            # the in-place form refused (a leaf, a view that may not be written, a shape or dtype
+            # it cannot hold): report it, and go on out of place so the rest of the pass is seen
             if call.flipped:
                 call.flip_error = _first_line(e)
             else:
@@ -210,10 +210,8 @@ class Recorder:
             call.module_path, module = self.modules[-1]
             call.module = _module_repr(module)
         if isinstance(target, _C.TensorBase):
-            call.numel = target.numel()
             call.nbytes = target.numel() * target.element_size()
             call.version_before = target._version
-            call.grad_fn_before = type(target.grad_fn).__name__ if target.grad_fn is not None else None
             call.state = next((name for name, t in self.state if target._shares_storage(t)), None)
             if self.keep_targets:
                 call.target = target

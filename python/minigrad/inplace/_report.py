@@ -107,6 +107,8 @@ class AuditReport:
         for p in self.proposals:
             if p.verdict == "yes":
                 lines.append(f"{p.pointer()}: {p.label} could be {p.inplace_form}: {p.reason}")
+            elif p.verdict == "no":
+                lines.append(f"{p.pointer()}: {p.label} must stay out of place: {p.reason}")
         for s in self.unexplained:
             lines.append(f"?: {s['node']} saved `{s['name']}` at version {s['saved_version']}, now "
                          f"{s['version']}, written by nothing the audit saw (.data, an optimizer step, code inside minigrad)")
@@ -115,7 +117,7 @@ class AuditReport:
     def __str__(self):
         out = [f"minigrad.audit of {self.model} on {', '.join(self.inputs) or 'no inputs'}"]
         for op in self.inplace:
-            if op.verdict == "raises":
+            if op.verdict == "raises" and not self.forward_error:
                 out.append(f"as written, forward raises at {op.pointer()} ({op.label}): {op.reasons[0]}; "
                            f"the audit ran it out of place to see the rest")
         if self.forward_error:
@@ -155,9 +157,6 @@ class AuditReport:
         out.append("")
         out.append("findings:")
         out += [f"  {line}" for line in self.findings()]
-        for p in self.proposals:
-            if p.verdict == "no":
-                out.append(f"  {p.pointer()}: {p.label} must stay out of place: {p.reason}")
         if not self.consistent:
             out.append("  NOTE: the verdicts do not explain what backward did; please report this")
         out.append("")
