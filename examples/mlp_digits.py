@@ -7,21 +7,24 @@ Run: python examples/mlp_digits.py            (about 15 s on 2 cores; reaches ~9
 from digits import backend, load, parse_args, train
 
 
-def main():
-    args = parse_args(__doc__.splitlines()[0], epochs=20, lr=0.05)
-    lib = backend(args.backend)
-    nn, optim = lib.nn, lib.optim
-    lib.manual_seed(args.seed)
-
-    model = nn.Sequential(
+def build(lib):
+    nn = lib.nn
+    return nn.Sequential(
         nn.Linear(64, 128),
         nn.ReLU(inplace=True),      # safe here: Linear's backward does not need its output
         nn.Linear(128, 64),
         nn.ReLU(inplace=True),
         nn.Linear(64, 10),
     )
+
+
+def main():
+    args = parse_args(__doc__.splitlines()[0], epochs=20, lr=0.05)
+    lib = backend(args.backend)
+    lib.manual_seed(args.seed)
+    model = build(lib)
     print(model)
-    opt = optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    opt = lib.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     acc = train(lib, model, opt, load(args.seed), args.epochs, args.batch_size, args.seed)
     return acc
 

@@ -48,6 +48,8 @@ LAYERS = [
     ["minigrad.nn"],
     ["minigrad.optim"],
     ["minigrad.memory", "minigrad.serialization", "minigrad.cuda"],
+    # the in-place auditor: wraps Tensor's methods through the registry for one audit
+    ["minigrad.inplace"],
     # the public namespace: `import minigrad`
     ["minigrad"],
     # programs and tools built on the public API

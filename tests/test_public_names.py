@@ -40,14 +40,14 @@ untyped_storage_nbytes var view view_as where zero_
 """.split()
 
 MODULE_NAMES = """
-Size Tensor __version__ abs abs_ absolute add addmm all amax amin any arange argmax argmin
+Size Tensor __version__ abs abs_ absolute add addmm all amax amin any arange argmax argmin audit
 as_strided as_tensor autograd bitwise_and bitwise_not bitwise_or bitwise_xor bmm bool cat ceil
 ceil_ chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clip clip_ clone concat
 concatenate cos cos_ count_nonzero detach detach_ device diagonal div divide dot double dtype
 empty empty_like enable_grad eq exp exp_ expm1 expm1_ eye fill_ flatten float float32 float64
 floor floor_ floor_divide from_numpy full full_like gather ge greater greater_equal gt index_add
 index_put index_put_ index_select inference_mode int int32 int64 is_floating_point
-is_grad_enabled is_inference_mode_enabled is_tensor le less less_equal linspace load log log1p
+inplace is_grad_enabled is_inference_mode_enabled is_tensor le less less_equal linspace load log log1p
 log1p_ log_ log_softmax logical_and logical_not logical_or logical_xor logsumexp long lt
 manual_seed masked_fill masked_select matmul max maximum mean memory min minimum mm mul multiply
 mv narrow ne neg neg_ negative negative_ nn no_grad nonzero norm not_equal numel ones ones_like

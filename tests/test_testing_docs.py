@@ -1,4 +1,4 @@
-"""The code in docs/testing-api.md and docs/viz.md runs as written."""
+"""The code in docs/testing-api.md, docs/viz.md and docs/inplace-audit.md runs as written."""
 
 import re
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-@pytest.mark.parametrize("page", ["testing-api.md", "viz.md"])
+@pytest.mark.parametrize("page", ["testing-api.md", "viz.md", "inplace-audit.md"])
 def test_doc_code_runs(page, tmp_path, monkeypatch):
     code = "\n".join(re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), re.S))
     assert code

@@ -38,5 +38,6 @@ _C._set_classes(Tensor, Size)
 
 from . import nn  # noqa: E402,F401  (torch.nn is there after `import torch`, too)
 from . import func, utils  # noqa: E402,F401  (torch.func, torch.utils.data)
+from .inplace import audit  # noqa: E402,F401  (beyond torch: the in-place auditor)
 
 __version__ = "0.1.0"

@@ -1,8 +1,10 @@
-"""`minigrad <command>` and `python -m minigrad <command>`; the one command is `bench`."""
+"""`minigrad <command>` and `python -m minigrad <command>`: `bench` (python/minigrad/bench) and
+`audit` (python/minigrad/inplace/cli.py)."""
 
 import sys
 
-USAGE = "usage: minigrad bench [options]   (minigrad bench --help for the options)"
+USAGE = """usage: minigrad bench [options]            benchmark against torch and NumPy (minigrad bench --help)
+       minigrad audit module:callable     audit a model's in-place ops (minigrad audit --help)"""
 
 
 def main(argv=None):
@@ -10,13 +12,15 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
-    if argv[0] != "bench":
+    if argv[0] == "bench":
+        from .bench.cli import main as command
+    elif argv[0] == "audit":
+        from .inplace.cli import main as command
+    else:
         print(f"minigrad: unknown command '{argv[0]}'\n{USAGE}", file=sys.stderr)
         return 2
-    from .bench.cli import main as bench_main
-
     try:
-        return bench_main(argv[1:])
+        return command(argv[1:])
     except SystemExit as e:  # argparse's errors and --help
         return e.code if isinstance(e.code, int) else 1
 

@@ -13,7 +13,14 @@ op's wrappers once and registers them here:
 `input.<name>(...)`. Registering a name twice is an error, so every wrapper has one home.
 The package root exports FUNCTIONS. This module sits just above the Tensor class and imports no
 op family (tests/test_layering.py).
+
+`inplace_methods()` and `intercept()` serve the in-place auditor (`minigrad.inplace`): the first
+lists the methods that write into `self` with their out-of-place twins, the second swaps in
+wrappers for a `with` block, so the auditor sees (and can redirect) each call without any cost to
+programs that do not audit.
 """
+
+from contextlib import contextmanager
 
 from .. import _C
 from .._formatting import type_name
@@ -83,3 +90,71 @@ def _forward(name):
     function.__name__ = name
     function.__doc__ = f"minigrad.{name}(input, ...) is input.{name}(...)."
     return function
+
+
+# Methods ending in `_` that write no elements and bump no version (autograd flags only).
+_NOT_WRITES = {"requires_grad_", "detach_"}
+
+
+def inplace_methods():
+    """{name: twin} for every Tensor method that writes into `self`: the `_` methods, the
+    augmented operators (`__iadd__`, ...) and `__setitem__`; `twin` is the out-of-place method
+    computing the same value into a new tensor (`relu_` -> `relu`, `__iadd__` -> `__add__`), or
+    None where there is none (`fill_`, `copy_`, `__setitem__`)."""
+    names = {n for cls in Tensor.__mro__ for n in vars(cls)}
+    out = {}
+    for name in sorted(names):
+        if name.startswith("__i") and name.endswith("__") and name[3:-2] in _OPERATOR_NAMES:
+            out[name] = f"__{name[3:-2]}__"
+        elif name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
+            twin = name[:-1]
+            out[name] = twin if twin in names else None
+    out["__setitem__"] = None
+    return out
+
+
+_OPERATOR_NAMES = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "matmul"}
+_active = []  # the interception in force (at most one)
+
+
+@contextmanager
+def intercept(names, hook):
+    """Inside the block, `Tensor.<name>(self, *args, **kwargs)` for each name runs
+    `hook(name, original, self, args, kwargs)` instead, where `original` is the method the
+    block replaced; afterwards every name is what it was. One interception at a time (the
+    wrappers are attributes of the one Tensor class, seen by every thread)."""
+    if _active:
+        raise RuntimeError("minigrad: an interception of Tensor methods is already active")
+    own = {name: vars(Tensor).get(name, _ABSENT) for name in names}
+    _active.append(hook)
+    try:
+        for name in names:
+            setattr(Tensor, name, _wrapper(name, getattr(Tensor, name), hook))
+        yield
+    finally:
+        for name, value in own.items():
+            if value is _ABSENT:
+                if name in vars(Tensor):
+                    delattr(Tensor, name)
+            else:
+                setattr(Tensor, name, value)
+        _active.clear()
+
+
+_ABSENT = object()
+
+
+def _wrapper(name, original, hook):
+    def method(self, *args, **kwargs):
+        return hook(name, original, self, args, kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = getattr(original, "__doc__", None)
+    return method
+
+
+def forwarding_code():
+    """The code object of the `minigrad.<name>(input, ...)` forwarders, which a caller walking the
+    stack treats as part of the call (`minigrad.relu_(x)` is `x.relu_()` called by the user)."""
+    return _forward("_").__code__

@@ -123,6 +123,24 @@ impl PyNode {
         Ok(None)
     }
 
+    /// A saved tensor without the version check: `(tensor, version it was saved at, is_output)`,
+    /// the tensor a detached alias (same memory, same version counter), so a stale save can be
+    /// compared with the writes that moved it (the in-place auditor); None when `name` saved no
+    /// tensor or backward freed it.
+    fn _saved_unchecked(&self, py: Python<'_>, name: &str) -> PyResult<Option<(Py<PyAny>, u64, bool)>> {
+        let n = self.node()?;
+        let body = n.body();
+        for (k, s) in body.saved() {
+            if k == name {
+                return match s.peek() {
+                    Some(t) => Ok(Some((wrap(py, t.fresh_handle())?, s.saved_version(), s.is_output()))),
+                    None => Ok(None),
+                };
+            }
+        }
+        Ok(None)
+    }
+
     fn _saved_names(&self) -> PyResult<Vec<String>> {
         let n = self.node()?;
         let body = n.body();
