@@ -1,7 +1,7 @@
 //! The CPU backend: each method calls the CPU kernel that lives beside its op (`ops::unary`,
 //! `ops::binary`, `ops::copy`) or in the kernels crate. Memory comes from the caching allocator.
 
-use super::{Backend, BinaryMode, Device};
+use super::{Backend, BinaryMode, Bound, Device};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
@@ -38,6 +38,21 @@ impl Backend for Cpu {
 
     fn binary(&self, op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, alpha: Option<f64>) -> Result<()> {
         crate::ops::binary::cpu_kernel(op, dst, a, b, mode, alpha);
+        Ok(())
+    }
+
+    fn where_(&self, dst: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        crate::ops::binary::where_cpu_kernel(dst, cond, a, b);
+        Ok(())
+    }
+
+    fn masked_fill(&self, dst: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
+        crate::ops::binary::masked_fill_cpu_kernel(dst, mask, value);
+        Ok(())
+    }
+
+    fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()> {
+        crate::ops::binary::clamp_cpu_kernel(dst, src, lo, hi, in_place);
         Ok(())
     }
 

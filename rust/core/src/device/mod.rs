@@ -58,6 +58,19 @@ pub trait Backend: Send + Sync {
     /// `alpha` (add/sub on floats) is fused as `a + alpha * b`, rounded once.
     fn binary(&self, op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, alpha: Option<f64>) -> Result<()>;
 
+    /// `dst = cond ? a : b`, all three broadcast to `dst`'s shape; `a`, `b` of `dst`'s dtype,
+    /// `cond` bool.
+    fn where_(&self, dst: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()>;
+
+    /// In place: `dst[i] = value` where `mask` (bool, broadcast) is set. `dst` may alias itself
+    /// (an expanded tensor, as torch allows here): every alias gets the same value.
+    fn masked_fill(&self, dst: &Tensor, mask: &Tensor, value: Scalar) -> Result<()>;
+
+    /// `dst = clamp(src, lo, hi)` in `dst`'s dtype (torch's rule: NaN in the input or a bound
+    /// wins, raise to `lo` then lower to `hi`). Bounds are numbers or tensors broadcast to `dst`;
+    /// `in_place`: `dst` is `src`.
+    fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()>;
+
     /// `dst += src` (same float dtype, `src` broadcast): gradient accumulation. Overlapping
     /// elements of `dst` each receive every contribution.
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()>;
@@ -66,6 +79,14 @@ pub trait Backend: Send + Sync {
     /// or back (`to_host` false). Used by `to(device)`, `item()` and `tolist()` (which therefore
     /// synchronise, as torch's do).
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()>;
+}
+
+/// A clamp bound.
+#[derive(Clone, Copy)]
+pub enum Bound<'a> {
+    None,
+    Number(Scalar),
+    Tensor(&'a Tensor),
 }
 
 static CPU: cpu::Cpu = cpu::Cpu;

@@ -15,6 +15,7 @@ use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_all, check_inplace_shape};
 use crate::tensor::Tensor;
 use super::{not, BinaryOp};
+use crate::device::Bound;
 
 /// torch's clamp: NaN in the input or a bound gives NaN; otherwise the value is raised to `lo`,
 /// then lowered to `hi` (so `lo > hi` gives `hi`). `x != x` is false for integers and bools.
@@ -73,26 +74,21 @@ pub fn clamp_scalar_raw(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in
     }
     // Both bounds given and either is NaN: torch fills the result with NaN.
     let nan_fill = matches!((min, max), (Some(a), Some(b)) if a.to_f64().is_nan() || b.to_f64().is_nan());
+    let bound = |b: Option<Scalar>| b.map_or(Bound::None, Bound::Number);
     let body = |dst: &Tensor, src: &Tensor, inplace: bool| {
-        crate::dispatch!(dtype, T => {
-            let (lo, hi) = (min.map(T::from_scalar), max.map(T::from_scalar));
-            let nan = T::from_f64(f64::NAN);
-            let f = move |v: T| if nan_fill { nan } else { clamp3(v, lo, hi) };
-            // SAFETY: dst is fresh, or is src itself with no zero-stride aliasing (checked above).
-            unsafe {
-                if inplace { map_inplace::<T>(dst.shape(), K::of(dst), f) } else { map::<T, T>(dst.shape(), K::of(dst), K::of(src), f) }
-            }
-        })
+        let backend = crate::device::backend_for(&[dst, src])?;
+        if nan_fill {
+            backend.fill(dst, Scalar::Float(f64::NAN))
+        } else {
+            backend.clamp(dst, src, bound(min), bound(max), inplace)
+        }
     };
     if in_place {
-        write(x, &[x], |_| {
-            body(x, x, true);
-            Ok(())
-        })?;
+        write(x, &[x], |_| body(x, x, true))?;
         return Ok(x.clone());
     }
     let out = empty_with_layout(&iterator_layout(x.shape(), &[&cast_layout(x, dtype)]), dtype, x.device())?;
-    body(&out, &cast_input(x, dtype)?, false);
+    body(&out, &cast_input(x, dtype)?, false)?;
     Ok(out)
 }
 
@@ -135,22 +131,15 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
         empty_with_layout(&iterator_layout(&shape, &refs), dtype, device)?
     };
     let tx = cast_input(x, dtype)?;
-    let sx = broadcast_strides(&tx, &shape);
     let cast: Vec<Tensor> = bounds.iter().map(|b| cast_input(b, dtype)).collect::<Result<_>>()?;
-    let strides: Vec<Vec<isize>> = cast.iter().map(|b| broadcast_strides(b, &shape)).collect();
-    crate::dispatch!(dtype, T => {
-        // SAFETY: out is fresh; every input is only read.
-        unsafe {
-            match (min.is_some(), max.is_some()) {
-                (true, true) => zip3::<T, T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
-                    K::broadcast(&cast[1], &strides[1]), |v, lo, hi| clamp3(v, Some(lo), Some(hi))),
-                (true, false) => zip::<T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
-                    |v, lo| clamp3(v, Some(lo), None)),
-                _ => zip::<T, T, T>(&shape, K::of(&out), K::broadcast(&tx, &sx), K::broadcast(&cast[0], &strides[0]),
-                    |v, hi| clamp3(v, None, Some(hi))),
-            }
-        }
-    });
+    let (lo, hi) = match (min.is_some(), max.is_some()) {
+        (true, true) => (Bound::Tensor(&cast[0]), Bound::Tensor(&cast[1])),
+        (true, false) => (Bound::Tensor(&cast[0]), Bound::None),
+        _ => (Bound::None, Bound::Tensor(&cast[0])),
+    };
+    let mut operands = vec![&out, &tx];
+    operands.extend(cast.iter());
+    crate::device::backend_for(&operands)?.clamp(&out, &tx, lo, hi, false)?;
     if in_place {
         write(x, &[&out], |reads| {
             copy_kernel(x, &reads[0].0)?;
@@ -300,4 +289,39 @@ pub fn clamp(x: &Tensor, min: Option<&Arg>, max: Option<&Arg>, in_place: bool) -
         _ => None,
     };
     clamp_tensor(x, tensor(min).as_ref(), tensor(max).as_ref(), in_place, "ClampBackward0")
+}
+
+/// The CPU backend's `clamp`: number bounds as a map over `src` (in place or not), tensor
+/// bounds as a zip with `src` into a fresh `dst`.
+pub(crate) fn cpu_kernel(dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) {
+    let shape = dst.shape();
+    let sx = broadcast_strides(src, shape);
+    crate::dispatch!(dst.dtype(), T => {
+        let number = |b: Bound<'_>| match b { Bound::Number(s) => Some(T::from_scalar(s)), _ => None };
+        match (lo, hi) {
+            (Bound::Tensor(l), Bound::Tensor(h)) => {
+                let (sl, sh) = (broadcast_strides(l, shape), broadcast_strides(h, shape));
+                // SAFETY: dst is fresh; every input is only read.
+                unsafe { zip3::<T, T, T, T>(shape, K::of(dst), K::broadcast(src, &sx), K::broadcast(l, &sl), K::broadcast(h, &sh), |v, lo, hi| clamp3(v, Some(lo), Some(hi))) }
+            }
+            (Bound::Tensor(l), Bound::None) => {
+                let sl = broadcast_strides(l, shape);
+                // SAFETY: as above.
+                unsafe { zip::<T, T, T>(shape, K::of(dst), K::broadcast(src, &sx), K::broadcast(l, &sl), |v, lo| clamp3(v, Some(lo), None)) }
+            }
+            (Bound::None, Bound::Tensor(h)) => {
+                let sh = broadcast_strides(h, shape);
+                // SAFETY: as above.
+                unsafe { zip::<T, T, T>(shape, K::of(dst), K::broadcast(src, &sx), K::broadcast(h, &sh), |v, hi| clamp3(v, None, Some(hi))) }
+            }
+            (l, h) => {
+                let (lo, hi) = (number(l), number(h));
+                let f = move |v: T| clamp3(v, lo, hi);
+                // SAFETY: dst is fresh, or is src itself with no zero-stride aliasing (checked by the op).
+                unsafe {
+                    if in_place { map_inplace::<T>(shape, K::of(dst), f) } else { map::<T, T>(shape, K::of(dst), K::of(src), f) }
+                }
+            }
+        }
+    })
 }

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernels::elementwise::zip_inplace;
 use crate::kernels::Arg as K;
 use crate::kernels::TensorArg;
+use crate::dtype::Scalar;
 use crate::ops::copy::{check_no_partial_overlap, copy_kernel};
 use crate::ops::{broadcast_strides, Arg};
 use crate::shape::{broadcast_shapes, check_inplace_shape};
@@ -37,30 +38,20 @@ pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -
         x.clone()
     } else {
         let shape = broadcast_shapes(x.shape(), mask.shape())?;
-        let out = Tensor::empty(&shape, x.dtype())?;
+        let out = Tensor::empty_on(&shape, x.dtype(), x.device())?;
         copy_kernel(&out, x)?;
         out
     };
-    let body = |dst: &Tensor, m: &Tensor| {
-        let sm = broadcast_strides(m, dst.shape());
-        crate::dispatch!(dst.dtype(), T => {
-            let fill = T::from_scalar(v);
-            // SAFETY: dst has no internal overlap (checked by write or fresh); mask only read.
-            unsafe { zip_inplace::<T, bool>(dst.shape(), K::of(dst), K::broadcast(m, &sm), move |x, c| if c { fill } else { x }) }
-        })
-    };
+    let body = |dst: &Tensor, m: &Tensor| crate::device::backend_for(&[dst, m])?.masked_fill(dst, m, v);
     if in_place {
         // torch fills an expanded tensor too (deprecated, with a warning); the kernel's plan
         // writes self-overlapping destinations serially.
         if target.layout.has_internal_overlap() {
             crate::autograd::mode::push_warning("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar".into());
         }
-        crate::ops::write::write_overlapping(&target, &[mask], |reads| {
-            body(&target, &reads[0].0);
-            Ok(())
-        })?;
+        crate::ops::write::write_overlapping(&target, &[mask], |reads| body(&target, &reads[0].0))?;
     } else {
-        body(&target, mask);
+        body(&target, mask)?;
     }
     Ok(target)
 }
@@ -102,4 +93,15 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Re
         rec.finish_inplace(node, x, Box::new(formula))?;
     }
     Ok(x.clone())
+}
+
+/// The CPU backend's `masked_fill`.
+pub(crate) fn cpu_kernel(dst: &Tensor, m: &Tensor, v: Scalar) {
+    let sm = broadcast_strides(m, dst.shape());
+    crate::dispatch!(dst.dtype(), T => {
+        let fill = T::from_scalar(v);
+        // SAFETY: dst is fresh or passed the write path; a self-overlapping dst (expanded) is
+        // written serially by the kernel's plan; the mask is only read.
+        unsafe { zip_inplace::<T, bool>(dst.shape(), K::of(dst), K::broadcast(m, &sm), move |x, c| if c { fill } else { x }) }
+    })
 }

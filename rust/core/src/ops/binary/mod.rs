@@ -24,7 +24,10 @@ mod where_;
 pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_raw};
 pub use clamp::{clamp, clamp_scalar, clamp_scalar_raw, clamp_tensor, clamp_tensor_raw};
 pub use compute::IntArith;
+pub(crate) use clamp::cpu_kernel as clamp_cpu_kernel;
 pub(crate) use compute::cpu_kernel;
+pub(crate) use masked_fill::cpu_kernel as masked_fill_cpu_kernel;
+pub(crate) use where_::cpu_kernel as where_cpu_kernel;
 pub use masked_fill::{masked_fill, masked_fill_raw};
 pub use where_::{where_, where_raw};
 

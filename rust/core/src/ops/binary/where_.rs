@@ -22,15 +22,21 @@ pub fn where_raw(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
     let dtype = result_type(&[a.promotion(), b.promotion()]);
     let out = output_like(None, &shape, Some(cond), &[a, b], dtype, dtype)?;
     let (ta, tb) = (a.as_tensor(dtype)?, b.as_tensor(dtype)?);
-    let (sc, sa, sb) = (broadcast_strides(cond, &shape), broadcast_strides(&ta, &shape), broadcast_strides(&tb, &shape));
-    crate::dispatch!(dtype, T => {
+    crate::device::backend_for(&[&out, cond, &ta, &tb])?.where_(&out, cond, &ta, &tb)?;
+    Ok(out)
+}
+
+/// The CPU backend's `where_`.
+pub(crate) fn cpu_kernel(out: &Tensor, cond: &Tensor, ta: &Tensor, tb: &Tensor) {
+    let shape = out.shape();
+    let (sc, sa, sb) = (broadcast_strides(cond, shape), broadcast_strides(ta, shape), broadcast_strides(tb, shape));
+    crate::dispatch!(out.dtype(), T => {
         // SAFETY: out is fresh; inputs are read only.
         unsafe {
-            zip3::<bool, T, T, T>(&shape, K::of(&out), K::broadcast(cond, &sc), K::broadcast(&ta, &sa), K::broadcast(&tb, &sb),
+            zip3::<bool, T, T, T>(shape, K::of(out), K::broadcast(cond, &sc), K::broadcast(ta, &sa), K::broadcast(tb, &sb),
                 |c, x, y| if c { x } else { y })
         }
     });
-    Ok(out)
 }
 
 /// Differentiable `where(cond, a, b)`: WhereBackward0 saves only the condition.
