@@ -180,4 +180,9 @@ def test_backward_of_an_integer_tensor_given_a_history_stops_as_torch_does():
         with pytest.raises(RuntimeError) as e:
             x.backward(gradient=lib.full((), 1.0, dtype=x.dtype))
         outcomes.append(str(e.value))
-    assert outcomes[0] == outcomes[1]
+        # ... and so does one that reaches it through another op's gradient edge
+        y = lib.zeros(2, 3, requires_grad=True) + x
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        outcomes.append(str(e.value))
+    assert outcomes[:2] == outcomes[2:]

@@ -58,7 +58,7 @@ impl Recorder {
         let edges = inputs
             .iter()
             .map(|t| match t {
-                Some(t) if t.requires_grad() && t.dtype().is_floating() => t.gradient_edge(),
+                Some(t) if t.requires_grad() => t.gradient_edge(),
                 _ => Ok(Edge::none()),
             })
             .collect::<Result<Vec<_>>>()?;
