@@ -144,7 +144,9 @@ pub(super) fn _record_function(
         ctx.borrow_mut().link = NodeLink::Weak(Arc::downgrade(&node));
         for (i, o) in final_outs.iter().enumerate() {
             let Some(t) = o else { continue };
-            if is_in(t, &nondiff) || !t.dtype().is_floating() {
+            // (an input returned as-is was marked under its own name, before it became a view)
+            let marked = is_in(t, &nondiff) || outs[i].as_ref().is_some_and(|o| is_in(o, &nondiff));
+            if marked || !t.dtype().is_floating() {
                 continue;
             }
             if is_in(t, &dirty_ts) {
