@@ -310,7 +310,8 @@ fn validate_outputs(node: &Node, mut outs: Vec<Option<Tensor>>) -> Result<Vec<Op
     for (i, g) in outs.iter_mut().enumerate() {
         let (Some(t), Some(meta)) = (g.as_ref(), node.inputs.get(i)) else { continue };
         if !node.next[i].is_some() {
-            *g = None;
+            // torch leaves a gradient for an input that needs none in place (node post-hooks,
+            // e.g. a module's full backward hook, see it) and does not check it
             continue;
         }
         let mut t = t.clone();
