@@ -196,6 +196,16 @@ def test_memory_suite_counts_exact_gradient_bytes(tmp_path):
             assert m["peak_bytes"] >= grads
         assert r["metrics"]["minigrad"]["source"] == "minigrad.memory.track"
         assert r["ratios"]["minigrad/torch"] == r["metrics"]["minigrad"]["peak_bytes"] / r["metrics"]["torch"]["peak_bytes"]
+    # the same nn MLP plain, with in-place ReLUs, and checkpointed: checkpointing lowers the peak in
+    # both libraries and keeps the same gradients (retained bytes)
+    nn_cases = {(r["params"]["inplace"], r["params"]["checkpoint_segments"]): r for r in run["results"]
+                if r["params"]["model"] == "mlp_nn"}
+    assert len(nn_cases) == 3 and (False, 0) in nn_cases and (True, 0) in nn_cases
+    (ckpt_key,) = [k for k in nn_cases if k[1] > 0]
+    plain, ckpt = nn_cases[(False, 0)]["metrics"], nn_cases[ckpt_key]["metrics"]
+    for lib in ("minigrad", "torch"):
+        assert ckpt[lib]["peak_bytes"] < plain[lib]["peak_bytes"]
+        assert ckpt[lib]["retained_bytes"] == plain[lib]["retained_bytes"]
 
 
 def test_python_dash_m_runs_the_cli():

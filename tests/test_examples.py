@@ -42,3 +42,14 @@ def test_gan_runs_and_covers_modes():
 def test_gan_show_error_prints_torch_error():
     out = run_example("gan_gaussians.py", "--show-error")
     assert "one of the variables needed for gradient computation has been modified by an inplace operation" in out
+
+
+def test_what_backward_keeps_prints_what_torch_prints():
+    """The saved-tensor-hooks example logs the same saves and reads (and the same error) as the
+    same program on torch; the minigrad run adds the checkpoint memory section."""
+    mine = run_example("what_backward_keeps.py").splitlines()
+    theirs = run_example("what_backward_keeps.py", "--torch").replace("torch", "minigrad").splitlines()
+    assert mine[:len(theirs)] == theirs
+    assert "overwritten since it was saved at version 0" in "\n".join(theirs)
+    kept = {line.split()[0]: int(line.split()[2]) for line in mine[len(theirs) + 1:]}
+    assert kept["checkpoint"] < kept["plain"]

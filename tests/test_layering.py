@@ -33,7 +33,7 @@ LAYERS = [
     # factories: the core builds each result as the class registered with _C._set_classes
     ["minigrad._creation"],
     # seedable random streams for shuffling (Generator, randperm)
-    ["minigrad._random"],
+    ["minigrad._random", "minigrad.random"],
     # the Tensor class: attributes, conversions, NumPy protocol, repr
     ["minigrad._tensor"],
     # the registry that attaches op wrappers to Tensor and collects the module-level functions

@@ -15,7 +15,7 @@ from ._creation import (
 )
 from ._device import device
 from ._formatting import set_printoptions
-from ._random import Generator, default_generator, randperm
+from ._random import Generator, default_generator, get_rng_state, randperm, set_rng_state
 from ._size import Size
 from ._tensor import Tensor
 from . import _ops
@@ -38,6 +38,7 @@ _C._set_classes(Tensor, Size)
 
 from . import nn  # noqa: E402,F401  (torch.nn is there after `import torch`, too)
 from . import func, utils  # noqa: E402,F401  (torch.func, torch.utils.data)
+from . import random  # noqa: E402,F401  (torch.random: fork_rng, get/set_rng_state)
 from .inplace import audit  # noqa: E402,F401  (beyond torch: the in-place auditor)
 
 __version__ = "0.1.0"

@@ -21,7 +21,7 @@ import numpy as np
 from . import _C
 from ._formatting import type_name
 
-__all__ = ["Generator", "default_generator", "randperm"]
+__all__ = ["Generator", "default_generator", "randperm", "get_rng_state", "set_rng_state", "fork_rng"]
 
 _DEFAULT_SEED = 67280421310721  # what a fresh torch.Generator reports as its initial seed
 _U64 = (1 << 64) - 1
@@ -137,3 +137,40 @@ def _next_seed(generator):
     """One 63-bit draw from `generator` or the global stream, as torch's
     `torch.empty((), dtype=torch.int64).random_(generator=g).item()`."""
     return _resolve(generator, "random_")._next_seed()
+
+
+# ----- the global stream's state (torch.get_rng_state / set_rng_state / random.fork_rng) -----
+
+def get_rng_state():
+    """The global generator's whole state as a 1-d tensor of byte values (int64 until minigrad
+    has uint8; 49 bytes: ChaCha12 seed, stream and position, not torch's 5056-byte MT state)."""
+    from ._creation import tensor
+    return tensor(list(_C._rng_state()), dtype=_C.int64)
+
+
+def set_rng_state(new_state):
+    """Restores a state returned by `get_rng_state`: the draws that followed it repeat."""
+    if not isinstance(new_state, _C.TensorBase) or new_state.dtype not in (_C.int64, _C.int32):
+        raise TypeError("RNG state must be a tensor returned by minigrad.get_rng_state()")
+    values = new_state.reshape(-1).tolist()
+    if any(not 0 <= v < 256 for v in values):
+        raise RuntimeError("RNG state must hold byte values (0..255)")
+    _C._set_rng_state(values)
+
+
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """Context manager: the global generator's state is restored on exit (minigrad has one CPU
+    stream, so `devices` has nothing to fork)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def fork():
+        if not enabled:
+            yield
+            return
+        state = get_rng_state()
+        try:
+            yield
+        finally:
+            set_rng_state(state)
+    return fork()

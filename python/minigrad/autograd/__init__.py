@@ -5,7 +5,7 @@ The graph, the engine, saved tensors and the in-place rules live in the Rust cor
 modes, custom `Function`s, anomaly mode, `gradcheck`, and graph introspection."""
 
 from . import graph  # noqa: F401  (registers the node classes with the core)
-from .engine import backward, grad  # noqa: F401  (also attaches Tensor.backward / register_hook)
+from .engine import _is_checkpoint_valid, backward, grad  # noqa: F401  (also attaches Tensor.backward / register_hook)
 from . import functional  # noqa: F401  (jacobian, hessian, vjp, jvp, hvp, vhp)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .function import Function, FunctionCtx, once_differentiable

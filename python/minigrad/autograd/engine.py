@@ -1,6 +1,8 @@
 """The Python entry points to the core's engine: `backward`, `grad`, and `Tensor.backward` /
 `Tensor.register_hook` (attached to the class through the op registry)."""
 
+import threading
+
 from .. import _C
 from .._creation import ones_like as _ones_like, zeros_like as _zeros_like
 from .._ops.registry import method as _method
@@ -43,6 +45,24 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     return new
 
 
+_state = threading.local()
+
+
+def _is_checkpoint_valid():
+    """False inside a backward pass asked for particular `inputs` (autograd.grad, backward with
+    inputs=), where a reentrant checkpoint cannot work (torch.autograd._is_checkpoint_valid)."""
+    return getattr(_state, "checkpoint_valid", True)
+
+
+def _run_engine(tensors, grads, retain_graph, create_graph, inputs, accumulate):
+    prev = _is_checkpoint_valid()
+    _state.checkpoint_valid = prev and not inputs
+    try:
+        return _C._run_backward(tensors, grads, retain_graph, create_graph, inputs, accumulate)
+    finally:
+        _state.checkpoint_valid = prev
+
+
 def _check_outputs(outputs):
     for i, out in enumerate(outputs):
         if out._gradient_edge()[0] is None:
@@ -64,7 +84,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if retain_graph is None:
         retain_graph = create_graph
     _check_outputs(tensors)
-    _C._run_backward(list(tensors), grads, bool(retain_graph), bool(create_graph), list(inputs), True)
+    _run_engine(list(tensors), grads, bool(retain_graph), bool(create_graph), list(inputs), True)
 
 
 @_method(name="backward")
@@ -98,7 +118,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs_tuple:
         if not isinstance(t, graph.GradientEdge) and not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    result = _C._run_backward(list(outputs), grads, bool(retain_graph), bool(create_graph), list(inputs_tuple), False)
+    result = _run_engine(list(outputs), grads, bool(retain_graph), bool(create_graph), list(inputs_tuple), False)
     result = list(result)
     for i, r in enumerate(result):
         if r is None:

@@ -2,13 +2,19 @@
 
 Every node is an instance of a class named after it (`MulBackward0`, `AccumulateGrad`,
 `CopySlices`), a subclass of `Node`; `name()` gives torch's C++-style name
-(`torch::autograd::CopySlices`), `next_functions` the `(node or None, input_nr)` pairs."""
+(`torch::autograd::CopySlices`), `next_functions` the `(node or None, input_nr)` pairs. Saved-tensor hooks (`saved_tensors_hooks`,
+`save_on_cpu`, `disable_saved_tensors_hooks`) live in `saved_tensors.py` and are exported here,
+where torch has them."""
 
 from collections import namedtuple
 
 from .. import _C
+from .saved_tensors import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
 
-__all__ = ["Node", "GradientEdge", "get_gradient_edge", "RemovableHandle"]
+__all__ = [
+    "Node", "GradientEdge", "get_gradient_edge", "RemovableHandle", "saved_tensors_hooks", "save_on_cpu",
+    "disable_saved_tensors_hooks",
+]
 
 
 class Node(_C._NodeBase):
@@ -34,6 +40,10 @@ class Node(_C._NodeBase):
             names = self._saved_names()
             if name[7:] in names:
                 return self._saved(name[7:])
+        if name.startswith("_raw_saved_"):
+            raw = self._raw_saved(name[11:])
+            if raw is not None:
+                return raw
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __repr__(self):

@@ -1,5 +1,7 @@
-"""`minigrad.utils`: `data` (Dataset, DataLoader, samplers) and the small pytree `minigrad.func` uses."""
+"""`minigrad.utils`: `data` (Dataset, DataLoader, samplers), `checkpoint` (activation
+checkpointing), `hooks` (module backward hooks' machinery) and the small pytree `minigrad.func`
+uses."""
 
-from . import data  # noqa: F401
+from . import checkpoint, data, hooks  # noqa: F401
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data", "hooks"]

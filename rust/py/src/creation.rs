@@ -129,6 +129,17 @@ pub fn manual_seed(seed: i64) {
     creation::manual_seed(seed as u64);
 }
 
+/// The default generator's state as bytes (`minigrad.get_rng_state`).
+#[pyfunction]
+pub fn _rng_state() -> Vec<u8> {
+    creation::rng_state()
+}
+
+#[pyfunction]
+pub fn _set_rng_state(state: Vec<u8>) -> PyResult<()> {
+    creation::set_rng_state(&state).map_err(crate::errors::to_py)
+}
+
 /// In-place random fills (`uniform_`, `normal_`) through the write path. `fresh` marks a tensor
 /// just made by a `*_like` factory: filled without counting as a write, like torch's factories.
 #[pyfunction]
@@ -201,6 +212,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randn, m)?)?;
     m.add_function(wrap_pyfunction!(randint, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(random_, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory, m)?)?;

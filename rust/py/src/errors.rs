@@ -3,9 +3,39 @@
 use minigrad_core::Error;
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+thread_local! {
+    /// A Python exception raised by user code the core called back (a hook, a custom backward),
+    /// with the message the core error carries for it; re-raised as is when that error
+    /// reaches Python.
+    static PY_ERROR: RefCell<Option<(String, PyErr)>> = const { RefCell::new(None) };
+}
+
+/// Parks a Python exception raised inside a callback and returns the core error that carries
+/// it back through the core.
+pub fn stash(e: PyErr) -> Error {
+    let msg = e.to_string();
+    PY_ERROR.with(|p| *p.borrow_mut() = Some((msg.clone(), e)));
+    Error::Runtime(msg)
+}
+
+/// The parked Python exception, whatever core error brought it back.
+pub fn take_stashed() -> Option<PyErr> {
+    PY_ERROR.with(|p| p.borrow_mut().take()).map(|(_, e)| e)
+}
+
 pub fn to_py(e: Error) -> PyErr {
+    if let Error::Runtime(m) = &e {
+        let parked = PY_ERROR.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.as_ref().is_some_and(|(msg, _)| msg == m) { p.take() } else { None }
+        });
+        if let Some((_, err)) = parked {
+            return err;
+        }
+    }
     match e {
         Error::Runtime(m) => PyRuntimeError::new_err(m),
         Error::Index(m) => PyIndexError::new_err(m),

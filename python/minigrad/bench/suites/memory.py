@@ -1,4 +1,6 @@
-"""Peak and retained bytes of one forward+backward, `inplace=True` against `inplace=False`.
+"""Peak and retained bytes of one forward+backward, `inplace=True` against `inplace=False`, and,
+on the nn MLP, activation checkpointing (`utils.checkpoint.checkpoint_sequential`, non-reentrant,
+about sqrt(depth) segments) against both: the two ways to trade for activation memory, side by side.
 
 minigrad's figures are exact (`minigrad.memory.track()`: every tensor byte goes through the
 core's counting allocator) and cross-checked with the process's resident memory; torch's come
@@ -24,11 +26,15 @@ def cases(ctx):
             params={"model": "mlp_tensor_ops", "depth": depth, "width": width, "batch": batch, "inplace": inplace},
             build=lambda ctx, i=inplace: _build_tensor_mlp(ctx, depth, width, batch, i),
         ))
-    for inplace in (False, True):
+    segments = max(2, round(depth ** 0.5))
+    for inplace, checkpoint in ((False, 0), (True, 0), (False, segments)):
+        name = f"MLP nn {depth}x{width} b{batch} " + (f"checkpoint={checkpoint}" if checkpoint else f"inplace={inplace}")
         out.append(MemoryCase(
-            name=f"MLP nn {depth}x{width} b{batch} inplace={inplace}",
-            params={"model": "mlp_nn", "depth": depth, "width": width, "batch": batch, "inplace": inplace},
-            build=lambda ctx, i=inplace: _build_nn(ctx, "mlp", (batch, width), i, depth=depth, width=width),
+            name=name,
+            params={"model": "mlp_nn", "depth": depth, "width": width, "batch": batch, "inplace": inplace,
+                    "checkpoint_segments": checkpoint},
+            build=lambda ctx, i=inplace, c=checkpoint: _build_nn(ctx, "mlp", (batch, width), i, depth=depth,
+                                                                 width=width, checkpoint_segments=c),
         ))
     for inplace in (False, True):
         out.append(MemoryCase(
@@ -60,7 +66,7 @@ def _build_tensor_mlp(ctx, depth, width, batch, inplace):
     return fns
 
 
-def _build_nn(ctx, model, shape, inplace, depth=0, width=0):
+def _build_nn(ctx, model, shape, inplace, depth=0, width=0, checkpoint_segments=0):
     mg = ctx.module("minigrad")
     models.require(mg, ("nn.Module", "nn.Sequential", "nn.Linear", "nn.ReLU") if model == "mlp" else models.convnet_needs(mg))
     x = random(shape)
@@ -74,9 +80,14 @@ def _build_nn(ctx, model, shape, inplace, depth=0, width=0):
         else:
             net = models.convnet(m, inplace=inplace, adaptive_pool=models.adaptive_pool(mg))
         xt = to_lib(lib, ctx, x)
+        if checkpoint_segments:
+            models.require(mg, ("utils.checkpoint.checkpoint_sequential",), what="minigrad.utils.checkpoint")
 
-        def step(net=net, xt=xt):
-            net(xt).sum().backward()
+            def step(net=net, xt=xt, ckpt=m.utils.checkpoint):
+                ckpt.checkpoint_sequential(net, checkpoint_segments, xt, use_reentrant=False).sum().backward()
+        else:
+            def step(net=net, xt=xt):
+                net(xt).sum().backward()
         fns[lib] = _measured(ctx, lib, step, list(net.parameters()))
     return fns
 

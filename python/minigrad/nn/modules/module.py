@@ -7,14 +7,22 @@ torch.nn.Module, so code and checkpoints read the same in both libraries.
 """
 
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
+from ...utils.hooks import RemovableHandle
 from ..parameter import Parameter
+from . import _hooks
+from ._hooks import (  # noqa: F401  (torch.nn.modules.module names them)
+    register_module_backward_hook, register_module_forward_hook, register_module_forward_pre_hook,
+    register_module_full_backward_hook, register_module_full_backward_pre_hook,
+)
 
-__all__ = ["Module"]
+__all__ = [
+    "Module", "register_module_forward_pre_hook", "register_module_forward_hook", "register_module_backward_hook",
+    "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+]
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -56,28 +64,6 @@ def _addindent(s_, num_spaces):
     return first + "\n" + "\n".join(s)
 
 
-class RemovableHandle:
-    """Returned by `register_forward_hook` & co.; `remove()` takes the hook out again."""
-
-    next_id = 0
-
-    def __init__(self, hooks_dict):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-
-    def remove(self):
-        hooks_dict = self.hooks_dict_ref()
-        if hooks_dict is not None and self.id in hooks_dict:
-            del hooks_dict[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
@@ -104,6 +90,9 @@ class Module:
         setattr_("_forward_hooks_always_called", OrderedDict())
         setattr_("_forward_pre_hooks", OrderedDict())
         setattr_("_forward_pre_hooks_with_kwargs", OrderedDict())
+        setattr_("_backward_pre_hooks", OrderedDict())
+        setattr_("_backward_hooks", OrderedDict())
+        setattr_("_is_full_backward_hook", None)
 
     forward = _forward_unimplemented
 
@@ -392,11 +381,12 @@ class Module:
     def cpu(self):
         return self
 
-    # ----- calling: pre-hooks, forward, hooks -----
+    # ----- calling: pre-hooks, forward, hooks (the machinery is in _hooks.py) -----
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        """`hook(module, args)` runs before forward and may return new args."""
-        handle = RemovableHandle(self._forward_pre_hooks)
+        """`hook(module, args)` runs before forward and may return new args (with_kwargs:
+        `hook(module, args, kwargs)` may return new `(args, kwargs)`)."""
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -406,7 +396,9 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """`hook(module, args, output)` runs after forward and may return a new output."""
-        handle = RemovableHandle(self._forward_hooks)
+        handle = RemovableHandle(
+            self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called]
+        )
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -416,43 +408,47 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """`hook(module, grad_output)` runs when the gradients w.r.t. the module's outputs are
+        known; it may return new ones (a tuple of the same length)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """`hook(module, grad_input, grad_output)` runs when the gradients w.r.t. the module's
+        inputs are known (None for inputs that are not tensors needing one); it may return new
+        grad_input. The module's outputs become views it may not modify in place afterwards."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a "
+                "single Module. Please use only one of them."
+            )
+        self._is_full_backward_hook = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated (torch's too): a hook on the grad_fn of the output; prefer the full one."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a "
+                "single Module. Please use only one of them."
+            )
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
     def _call_impl(self, *args, **kwargs):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if isinstance(result, tuple) and len(result) == 2:
-                        args, kwargs = result
-                    else:
-                        raise RuntimeError(
-                            "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                            f"but got {result}."
-                        )
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        try:
-            result = self.forward(*args, **kwargs)
-        except Exception:
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook(self, args, kwargs, None)
-                        else:
-                            hook(self, args, None)
-                    except Exception:
-                        pass
-            raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                hook_result = hook(self, args, kwargs, result)
-            else:
-                hook_result = hook(self, args, result)
-            if hook_result is not None:
-                result = hook_result
-        return result
+        if not _hooks.has_hooks(self):
+            return self.forward(*args, **kwargs)
+        return _hooks.call_with_hooks(self, self.forward, args, kwargs)
 
     __call__ = _call_impl
 

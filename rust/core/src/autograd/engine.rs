@@ -14,8 +14,35 @@ use crate::error::{Error, Result};
 use crate::ops::binary::{self, BinaryOp};
 use crate::ops::Arg;
 use crate::tensor::Tensor;
+use std::cell::Cell;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+
+static NEXT_GRAPH_TASK: AtomicI64 = AtomicI64::new(0);
+thread_local! {
+    static CURRENT_GRAPH_TASK: Cell<i64> = const { Cell::new(-1) };
+}
+
+/// The id of the backward pass running on this thread, -1 outside one (torch's
+/// `_current_graph_task_id`; checkpointing recomputes once per pass).
+pub fn current_graph_task_id() -> i64 {
+    CURRENT_GRAPH_TASK.with(|c| c.get())
+}
+
+/// Marks this thread as running a new backward pass; the outer pass is current again on drop.
+struct GraphTaskGuard(i64);
+impl GraphTaskGuard {
+    fn enter() -> GraphTaskGuard {
+        let id = NEXT_GRAPH_TASK.fetch_add(1, Ordering::Relaxed);
+        GraphTaskGuard(CURRENT_GRAPH_TASK.with(|c| c.replace(id)))
+    }
+}
+impl Drop for GraphTaskGuard {
+    fn drop(&mut self) {
+        CURRENT_GRAPH_TASK.with(|c| c.set(self.0));
+    }
+}
 
 type Key = *const Node;
 
@@ -55,6 +82,7 @@ impl Ord for Ready {
 /// Runs backward; returns the gradient captured for each of `req.inputs` (None if none arrived).
 pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     let _grad_mode = GradModeGuard::new(req.create_graph);
+    let _task = GraphTaskGuard::enter();
 
     // 1. Reachable nodes and dependency counts (iterative: graphs can be very deep).
     let mut nodes: HashMap<Key, Arc<Node>> = HashMap::new();
@@ -283,7 +311,8 @@ fn validate_outputs(node: &Node, mut outs: Vec<Option<Tensor>>) -> Result<Vec<Op
     for (i, g) in outs.iter_mut().enumerate() {
         let (Some(t), Some(meta)) = (g.as_ref(), node.inputs.get(i)) else { continue };
         if !node.next[i].is_some() {
-            *g = None;
+            // torch leaves a gradient for an input that needs none in place (node post-hooks,
+            // e.g. a module's full backward hook, see it) and does not check it
             continue;
         }
         let mut t = t.clone();

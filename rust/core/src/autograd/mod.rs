@@ -1,5 +1,5 @@
 //! Reverse-mode autograd in the core (DESIGN invariants 2-5): per-tensor state (`meta`), graph
-//! nodes (`node`), saved tensors with their version check (`saved`), recording ops
+//! nodes (`node`), saved tensors with their version check (`saved`) and pack/unpack hooks (`saved_hooks`), recording ops
 //! (`record`), the in-place rules and history rebase (`inplace`), leaf accumulation
 //! (`accumulate`), the backward engine (`engine`), grad/inference/anomaly modes (`mode`) and
 //! mutation blame (`blame`). Each op's own backward formula lives beside the op in `ops/`.
@@ -14,6 +14,7 @@ pub mod mode;
 pub mod node;
 pub mod record;
 pub mod saved;
+pub mod saved_hooks;
 
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{Edge, Formula, Node};

@@ -6,7 +6,7 @@
 //! the back-link, see `saved.rs`).
 
 use super::meta::MetaCell;
-use super::saved::SavedTensor;
+use super::saved::{PackedTensor, SavedTensor};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -74,6 +74,12 @@ pub trait Backward: Send {
     /// Whether this node saved one of its own outputs.
     fn saves_output(&self) -> bool {
         false
+    }
+    /// Replaces saved tensor `i` (in save order) by what a pack hook made of it.
+    fn install_packed(&mut self, _i: usize, _p: PackedTensor) {}
+    /// Saved tensors by name, mutable (`grad_fn._raw_saved_<name>.register_hooks`).
+    fn saved_mut(&mut self) -> Vec<(&'static str, &mut SavedTensor)> {
+        Vec::new()
     }
     fn as_any(&self) -> &dyn Any;
 }
@@ -200,11 +206,12 @@ pub struct FnBackward {
 impl Backward for FnBackward {
     fn apply(&mut self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let needs: Vec<bool> = node.next.iter().map(|e| e.is_some()).collect();
-        // torch's generated nodes unpack (and so version-check) their saved variables first, in
-        // name order, which decides which error a program that modified two of them sees; even
-        // a node whose inputs lead nowhere (e.g. views made under no_grad) checks them.
+        // torch's generated nodes unpack (and so version-check) their saved variables first,
+        // inputs by name and then outputs, which decides which error a program that modified
+        // two of them sees (and the order unpack hooks run in); even a node whose inputs lead
+        // nowhere (e.g. views made under no_grad) checks them.
         let mut order: Vec<usize> = (0..self.saved.len()).collect();
-        order.sort_by_key(|&i| self.saved[i].0);
+        order.sort_by_key(|&i| super::record::saved_order(self.saved[i].0, &self.saved[i].1));
         let mut slots: Vec<Option<Tensor>> = vec![None; self.saved.len()];
         for i in order {
             slots[i] = Some(self.saved[i].1.unpack(node)?);
@@ -239,6 +246,14 @@ impl Backward for FnBackward {
     }
     fn saves_output(&self) -> bool {
         self.saved.iter().any(|(_, s)| s.is_output())
+    }
+    fn install_packed(&mut self, i: usize, p: PackedTensor) {
+        if let Some((_, s)) = self.saved.get_mut(i) {
+            s.install(p);
+        }
+    }
+    fn saved_mut(&mut self) -> Vec<(&'static str, &mut SavedTensor)> {
+        self.saved.iter_mut().map(|(n, s)| (*n, s)).collect()
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -10,7 +10,7 @@ use super::inplace;
 use super::meta::CreationMeta;
 use super::mode;
 use super::node::{Edge, FnBackward, Formula, InputMeta, Node};
-use super::saved::SavedTensor;
+use super::saved::{PackedTensor, SavedTensor};
 use crate::error::Result;
 use crate::tensor::Tensor;
 use std::sync::Arc;
@@ -20,6 +20,8 @@ pub struct Recorder {
     inputs: Vec<InputMeta>,
     saved: Vec<(&'static str, SavedTensor)>,
     values: Vec<(&'static str, String)>,
+    /// Saved tensors waiting for the active pack hook (index into `saved`): see `pack_saved`.
+    to_pack: Vec<(usize, Tensor)>,
 }
 
 fn input_meta(t: Option<&Tensor>) -> InputMeta {
@@ -62,7 +64,7 @@ impl Recorder {
                 _ => Ok(Edge::none()),
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Some(Recorder { edges, inputs: inputs.iter().map(|t| input_meta(*t)).collect(), saved: Vec::new(), values: Vec::new() }))
+        Ok(Some(Recorder { edges, inputs: inputs.iter().map(|t| input_meta(*t)).collect(), saved: Vec::new(), values: Vec::new(), to_pack: Vec::new() }))
     }
 
     /// For an in-place op on `self_` with further `operands`. Checks the in-place rules first
@@ -89,12 +91,27 @@ impl Recorder {
 
     /// Saves a forward input under torch's name (`self`, `other`, `mat2`...).
     pub fn save(&mut self, name: &'static str, t: &Tensor) -> Result<()> {
-        self.saved.push((name, SavedTensor::input(t)?));
+        let s = SavedTensor::unpacked_input(t)?;
+        self.defer_pack(t);
+        self.saved.push((name, s));
         Ok(())
+    }
+
+    fn defer_pack(&mut self, t: &Tensor) {
+        if super::saved_hooks::current().is_some() {
+            self.to_pack.push((self.saved.len(), t.clone()));
+        }
+    }
+
+    /// Saves a Python number operand, which reaches the formula as a 0-d tensor (torch's
+    /// wrapped number: kept as is, never shown to saved-tensor hooks).
+    pub fn save_number(&mut self, name: &'static str, t: &Tensor) {
+        self.saved.push((name, SavedTensor::number(t)));
     }
 
     /// Saves output `nr` of this op (the `result` of derivatives.yaml).
     pub fn save_output(&mut self, name: &'static str, t: &Tensor, nr: usize) {
+        self.defer_pack(t);
         self.saved.push((name, SavedTensor::output(t, nr)));
     }
 
@@ -103,11 +120,11 @@ impl Recorder {
         self.values.push((name, v.to_string()));
     }
 
-    fn node(self, name: &'static str, num_outputs: usize, formula: Formula) -> Arc<Node> {
+    fn node(self, name: &'static str, num_outputs: usize, formula: Formula) -> (Arc<Node>, Vec<(usize, Tensor)>) {
         let body = FnBackward { saved: self.saved, values: self.values, formula };
         let node = Node::new(name, self.edges, self.inputs, num_outputs, Box::new(body));
         node.body().link_producer(&node);
-        node
+        (node, self.to_pack)
     }
 
     /// Records an out-of-place op: each floating output becomes output i of the new node. A
@@ -120,12 +137,13 @@ impl Recorder {
                 return Err(crate::Error::Runtime(format!("Autograd not support dtype: {}", o.dtype().scalar_type_name())));
             }
         }
-        let node = self.node(name, outputs.len(), formula);
+        let (node, to_pack) = self.node(name, outputs.len(), formula);
         for (i, o) in outputs.iter().enumerate() {
             if o.dtype().is_floating() {
                 o.set_gradient_edge(node.clone(), i);
             }
         }
+        pack_saved(&node, to_pack)?;
         Ok(node)
     }
 
@@ -145,7 +163,7 @@ impl Recorder {
     /// Records an in-place op on `self_` (already written): its history is rebased onto the
     /// new node (R28) or, for a view, onto a CopySlices node of its base (R32).
     pub fn finish_inplace(self, name: &'static str, self_: &Tensor, formula: Formula) -> Result<()> {
-        let node = self.node(name, 1, formula);
+        let (node, to_pack) = self.node(name, 1, formula);
         inplace::rebase_history(self_, node.clone())?;
         if self_.is_view() && node.body().saves_output() {
             // torch saves the result after the rebase, reading the view's (regenerated) grad_fn
@@ -153,8 +171,39 @@ impl Recorder {
                 node.body().name_outputs_by(&view_fn);
             }
         }
-        Ok(())
+        pack_saved(&node, to_pack)
     }
+}
+
+/// Hands the node's saved tensors to the active pack hook once its outputs carry the node
+/// (torch packs `result` after `set_history`), in torch's order: inputs by name, then outputs
+/// (`saved_order`). The hook runs without the node's lock held: it may look at the node.
+fn pack_saved(node: &Arc<Node>, mut to_pack: Vec<(usize, Tensor)>) -> Result<()> {
+    if to_pack.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<_> = {
+        let body = node.body();
+        let saved = body.saved();
+        to_pack.iter().map(|(i, _)| saved_order(saved[*i].0, saved[*i].1)).collect()
+    };
+    let mut order: Vec<usize> = (0..to_pack.len()).collect();
+    order.sort_by_key(|&k| keys[k]);
+    let mut items: Vec<Option<(usize, Tensor)>> = to_pack.drain(..).map(Some).collect();
+    for k in order {
+        let (i, t) = items[k].take().expect("each saved tensor packed once");
+        let is_output = node.body().saved()[i].1.is_output();
+        if let Some(p) = PackedTensor::pack(&t, is_output)? {
+            node.body().install_packed(i, p);
+        }
+    }
+    Ok(())
+}
+
+/// The order torch's generated nodes give their saved tensors (packing and unpacking): the
+/// saved inputs by name, then the saved outputs (`result`, `result1`, ... in derivatives.yaml).
+pub fn saved_order(name: &'static str, s: &SavedTensor) -> (bool, &'static str) {
+    (s.is_output() || name.starts_with("result"), name)
 }
 
 /// Sets how a view was created (multi-output ops, custom Functions).

@@ -4,7 +4,8 @@ use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{fmt_g, Error, Result};
 use crate::tensor::Tensor;
-use rand::rngs::StdRng;
+// rand's StdRng is this generator; it is named directly because its state can be read and set
+use chacha20::ChaCha12Rng as StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use std::sync::Mutex;
@@ -15,6 +16,20 @@ static GENERATOR: Mutex<Option<StdRng>> = Mutex::new(None);
 
 pub fn manual_seed(seed: u64) {
     *GENERATOR.lock().unwrap_or_else(|e| e.into_inner()) = Some(StdRng::seed_from_u64(seed));
+}
+
+/// The generator's whole state (seed, stream, position): `get_rng_state`.
+pub fn rng_state() -> Vec<u8> {
+    with_rng(|r| r.serialize_state().to_vec())
+}
+
+/// Restores a state from `rng_state` (`set_rng_state`); torch's wording for a wrong size.
+pub fn set_rng_state(state: &[u8]) -> Result<()> {
+    let state: &chacha20::SerializedRngState = state
+        .try_into()
+        .map_err(|_| Error::Runtime(format!("Expected a minigrad generator state of size 49 but found the input RNG state size to be {}", state.len())))?;
+    *GENERATOR.lock().unwrap_or_else(|e| e.into_inner()) = Some(StdRng::deserialize_state(state));
+    Ok(())
 }
 
 fn with_rng<R>(f: impl FnOnce(&mut StdRng) -> R) -> R {

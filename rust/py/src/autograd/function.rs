@@ -5,7 +5,7 @@ use crate::errors::to_py;
 use crate::tensor::TensorBase;
 use minigrad_core::autograd::meta::CreationMeta;
 use minigrad_core::autograd::node::{Backward, Edge, InputMeta, Node};
-use minigrad_core::autograd::saved::SavedTensor;
+use minigrad_core::autograd::saved::{PackedTensor, SavedTensor};
 use minigrad_core::autograd::mode;
 use minigrad_core::Tensor;
 use pyo3::exceptions::PyRuntimeError;
@@ -49,6 +49,14 @@ impl Backward for PyFunctionBody {
         for (_, s) in &mut self.saved {
             s.set_producer(node);
         }
+    }
+    fn install_packed(&mut self, i: usize, p: PackedTensor) {
+        if let Some((_, s)) = self.saved.get_mut(i) {
+            s.install(p);
+        }
+    }
+    fn saved_mut(&mut self) -> Vec<(&'static str, &mut SavedTensor)> {
+        self.saved.iter_mut().map(|(n, s)| (*n, s)).collect()
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -117,13 +125,16 @@ pub(super) fn _record_function(
             None => InputMeta { shape: Vec::new(), dtype: minigrad_core::DType::Float32 },
         }).collect();
         let mut saved = Vec::new();
+        // packed by saved-tensor hooks in to_save order once the outputs carry the node
+        let mut to_pack: Vec<(Tensor, bool)> = Vec::new();
         for s in &to_save {
             let Some(t) = tensor(s) else { continue };
             let pos = final_outs.iter().position(|o| o.as_ref().is_some_and(|o| o.same_tensor(&t) || (o.same_storage(&t) && o.layout == t.layout && is_in(&t, &dirty_ts))));
             let st = match pos {
                 Some(nr) => SavedTensor::output(&t, nr),
-                None => SavedTensor::input(&t).map_err(to_py)?,
+                None => SavedTensor::unpacked_input(&t).map_err(to_py)?,
             };
+            to_pack.push((t, pos.is_some()));
             saved.push(("saved", st));
         }
         let body = PyFunctionBody { ctx: ctx.clone().into_any().unbind(), saved, released: false };
@@ -133,7 +144,9 @@ pub(super) fn _record_function(
         ctx.borrow_mut().link = NodeLink::Weak(Arc::downgrade(&node));
         for (i, o) in final_outs.iter().enumerate() {
             let Some(t) = o else { continue };
-            if is_in(t, &nondiff) || !t.dtype().is_floating() {
+            // (an input returned as-is was marked under its own name, before it became a view)
+            let marked = is_in(t, &nondiff) || outs[i].as_ref().is_some_and(|o| is_in(o, &nondiff));
+            if marked || !t.dtype().is_floating() {
                 continue;
             }
             if is_in(t, &dirty_ts) {
@@ -144,6 +157,12 @@ pub(super) fn _record_function(
             // Views of inputs (and inputs returned as-is) refuse later in-place ops (R43).
             if t.is_view() && !is_in(t, &dirty_ts) {
                 minigrad_core::autograd::record::mark_creation(t, CreationMeta::InCustomFunction);
+            }
+        }
+        for (i, (t, is_output)) in to_pack.iter().enumerate() {
+            // the hook runs without the node's lock held (it may look at the node)
+            if let Some(p) = PackedTensor::pack(t, *is_output).map_err(to_py)? {
+                node.body().install_packed(i, p);
             }
         }
     } else {

@@ -5,7 +5,7 @@
 //! This file holds how Python errors raised inside hooks and custom backwards travel through
 //! the engine, and the registration of the whole surface; `node.rs` is graph nodes as Python
 //! objects, `tensor_attrs.rs` the autograd attributes of tensors, `hooks.rs` tensor and node
-//! hooks, `engine.rs` the backward entry, `modes.rs` grad/inference/anomaly modes and
+//! hooks, `saved_hooks.rs` saved-tensor pack/unpack hooks, `engine.rs` the backward entry, `modes.rs` grad/inference/anomaly modes and
 //! `function.rs` custom Functions.
 
 use crate::convert::{tensor_of, wrap};
@@ -15,33 +15,24 @@ use minigrad_core::{Error, Tensor};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use std::cell::RefCell;
 
 mod engine;
 mod function;
 mod hooks;
 mod modes;
 mod node;
+mod saved_hooks;
 mod tensor_attrs;
 
 use node::PyNode;
 
 // ----- Python errors raised inside hooks and custom backwards -----
 
-thread_local! {
-    /// A Python exception raised by user code the engine called; re-raised as is afterwards.
-    static PY_ERROR: RefCell<Option<PyErr>> = const { RefCell::new(None) };
-}
-
-fn stash(e: PyErr) -> Error {
-    let msg = e.to_string();
-    PY_ERROR.with(|p| *p.borrow_mut() = Some(e));
-    Error::Runtime(msg)
-}
+use crate::errors::stash;
 
 /// Turns a core error into the Python exception: the original one if user code raised it.
 fn raise(e: Error) -> PyErr {
-    PY_ERROR.with(|p| p.borrow_mut().take()).unwrap_or_else(|| to_py(e))
+    crate::errors::take_stashed().unwrap_or_else(|| to_py(e))
 }
 
 fn emit_warnings(py: Python<'_>) -> PyResult<()> {
@@ -95,5 +86,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(function::_record_function, m)?)?;
     m.add_function(wrap_pyfunction!(function::_function_saved, m)?)?;
     m.add_function(wrap_pyfunction!(node::_is_accumulate, m)?)?;
+    m.add_class::<saved_hooks::PySavedTensor>()?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_push_saved_tensors_default_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_pop_saved_tensors_default_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_saved_tensors_hooks_disable, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_saved_tensors_hooks_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_saved_tensors_hooks_get_disabled_error_message, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_current_graph_task_id, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_make_saved_tensor, m)?)?;
     Ok(())
 }

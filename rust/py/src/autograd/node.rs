@@ -141,6 +141,13 @@ impl PyNode {
         Ok(None)
     }
 
+    /// `grad_fn._raw_saved_<name>`: the saved tensor as an object (`register_hooks`).
+    fn _raw_saved(&self, name: &str) -> PyResult<Option<super::saved_hooks::PySavedTensor>> {
+        let n = self.node()?;
+        let found = n.body().saved().iter().any(|(k, _)| *k == name);
+        Ok(found.then(|| super::saved_hooks::PySavedTensor::of_node(n.clone(), name.to_string())))
+    }
+
     fn _saved_names(&self) -> PyResult<Vec<String>> {
         let n = self.node()?;
         let body = n.body();

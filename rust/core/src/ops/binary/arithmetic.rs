@@ -181,36 +181,46 @@ struct BinaryInfo {
 fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &Tensor, b: &Tensor) -> Result<()> {
     use BinaryOp::*;
     let (na, nb) = (rec.needs(0), rec.needs(1));
+    // a Python number operand is torch's wrapped number: saved, but never packed by hooks
+    let save = |rec: &mut crate::autograd::Recorder, name: &'static str, t: &Tensor, number: bool| -> Result<()> {
+        if number {
+            rec.save_number(name, t);
+            Ok(())
+        } else {
+            rec.save(name, t)
+        }
+    };
+    let (an, bn) = (info.a_number, info.b_number);
     match info.op {
         Mul => {
             if na {
-                rec.save("other", b)?;
+                save(rec, "other", b, bn)?;
             }
             if nb {
-                rec.save("self", a_old)?;
+                save(rec, "self", a_old, an)?;
             }
         }
         Div => {
             // used by both inputs' formulas, so torch's codegen saves it unconditionally (even
             // when no input needs a gradient, e.g. a view made under no_grad)
-            rec.save("other", b)?;
+            save(rec, "other", b, bn)?;
             if nb {
-                rec.save("self", a_old)?;
+                save(rec, "self", a_old, an)?;
             }
         }
-        Pow if info.b_number => rec.save("self", a_old)?,
-        Pow if info.a_number => rec.save("exponent", b)?,
+        Pow if info.b_number => save(rec, "self", a_old, an)?,
+        Pow if info.a_number => save(rec, "exponent", b, bn)?,
         Pow => {
-            rec.save("self", a_old)?;
-            rec.save("exponent", b)?;
+            save(rec, "self", a_old, an)?;
+            save(rec, "exponent", b, bn)?;
         }
         Maximum | Minimum | DivFloor | DivTrunc => {
-            rec.save("self", a_old)?;
-            rec.save("other", b)?;
+            save(rec, "self", a_old, an)?;
+            save(rec, "other", b, bn)?;
         }
         Remainder if !info.b_number => {
-            rec.save("self", a_old)?;
-            rec.save("other", b)?;
+            save(rec, "self", a_old, an)?;
+            save(rec, "other", b, bn)?;
         }
         _ => {}
     }
