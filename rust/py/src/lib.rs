@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod autograd;
+mod composite;
 mod convert;
 mod creation;
 mod dtype;
@@ -18,6 +19,7 @@ mod linalg;
 mod nn_norm;
 mod nn_conv;
 mod reduce;
+mod scan_sort;
 mod tensor;
 
 #[pymodule]
@@ -39,5 +41,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     nn_norm::register(m)?;
     nn_conv::register(m)?;
+    scan_sort::register(m)?;
+    composite::register(m)?;
     Ok(())
 }
