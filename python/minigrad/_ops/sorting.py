@@ -41,7 +41,9 @@ def _sort_args(op, shift, args, kwargs):
     got = tuple(type_name(a) for a in args) + tuple(f"{k}={type_name(v)}" for k, v in kwargs.items())
     names = ["dim", "descending"]
     bound = dict(zip(names, args))
+    # the `stable` overload takes dim and descending by keyword only
     ok = len(args) <= 2 and not (set(kwargs) - {"dim", "descending", "stable"}) and not (set(bound) & set(kwargs))
+    ok = ok and not (args and "stable" in kwargs)
     bound.update(kwargs)
     dim, descending, stable = bound.get("dim", -1), bound.get("descending", False), bound.get("stable", MISSING)
     ok = ok and is_int(dim) and isinstance(descending, bool) and (stable is MISSING or stable is None or isinstance(stable, bool))

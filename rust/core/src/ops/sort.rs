@@ -20,7 +20,8 @@ use crate::ops::views;
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 
-/// torch's `internal::GRAIN_SIZE`: a 1-d integer tensor at least this long is radix-sorted.
+/// torch's `internal::GRAIN_SIZE`: an ascending `stable=False` sort of a 1-d integer tensor at
+/// least this long is a radix sort in torch, which is stable.
 const RADIX_MIN: usize = 32768;
 
 fn size_along(x: &Tensor, dim: usize) -> usize {
@@ -89,13 +90,8 @@ pub fn sort_raw(x: &Tensor, dim: i64, descending: bool, stable: bool) -> Result<
     if x.numel() == 0 {
         return Ok((empty_strided(&layout, x.dtype())?, empty_strided(&layout, DType::Int64)?));
     }
-    let method = if stable {
-        SortMethod::Stable
-    } else if x.ndim() == 1 && x.numel() >= RADIX_MIN && x.dtype().is_integral(false) {
-        SortMethod::RadixReversed
-    } else {
-        SortMethod::Introsort
-    };
+    let radix = x.ndim() == 1 && x.numel() >= RADIX_MIN && x.dtype().is_integral(false) && !descending;
+    let method = if stable || radix { SortMethod::Stable } else { SortMethod::Introsort };
     let n = x.shape()[d];
     let (v, i) = run_rows(x, d, n, |rows, v, i, n| {
         crate::dispatch!(x.dtype(), T => {

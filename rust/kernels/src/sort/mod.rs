@@ -46,11 +46,8 @@ fn before_desc<T: Element>(a: T, b: T) -> bool {
 pub enum SortMethod {
     /// Equal values keep their order (`stable=True`).
     Stable,
-    /// libstdc++'s `std::sort` (torch's `stable=False` on a dim of any length).
+    /// libstdc++'s `std::sort` (torch's `stable=False`).
     Introsort,
-    /// torch's radix sort of a long 1-d integer tensor (`stable=False`): stable ascending, and
-    /// descending is the ascending result reversed, so ties come out last index first.
-    RadixReversed,
 }
 
 /// Runs `f(input row, its outputs)` for every row, in parallel when there is much to do.
@@ -75,12 +72,6 @@ pub fn sort_rows<T: Element>(xs: &[T], n: usize, descending: bool, method: SortM
         match method {
             SortMethod::Stable => pairs.sort_by(|a, b| order(&before, a, b)),
             SortMethod::Introsort => libstdcxx::sort(&mut pairs, &before),
-            SortMethod::RadixReversed => {
-                pairs.sort_by(|a, b| order(&|p: &(T, i64), q: &(T, i64)| before_asc(p.0, q.0), a, b));
-                if descending {
-                    pairs.reverse();
-                }
-            }
         }
         for ((vo, io), (a, i)) in v.iter_mut().zip(ix.iter_mut()).zip(pairs) {
             *vo = a;
@@ -252,14 +243,6 @@ mod tests {
         sort_rows(&xs, 6, true, SortMethod::Introsort, &mut v, &mut i);
         assert_eq!(i, [1, 3, 0, 2, 5, 4]);
         assert!(v[0].is_nan() && v[1].is_nan() && v[5] == f32::NEG_INFINITY);
-    }
-
-    #[test]
-    fn radix_descending_reverses_ties() {
-        let xs = [1i64, 2, 1, 2];
-        let (mut v, mut i) = ([0i64; 4], [0i64; 4]);
-        sort_rows(&xs, 4, true, SortMethod::RadixReversed, &mut v, &mut i);
-        assert_eq!((v, i), ([2, 2, 1, 1], [3, 1, 2, 0]));
     }
 
     #[test]
