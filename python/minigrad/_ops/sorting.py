@@ -37,7 +37,7 @@ _SORT_OPTIONS = ["(*, bool stable, int dim = -1, bool descending = False)", "(in
 
 
 def _sort_args(op, shift, args, kwargs):
-    """(dim, descending, stable) from sort/argsort's two overloads, or torch's TypeError."""
+    """(dim, descending, stable or None) from sort/argsort's two overloads, or torch's TypeError."""
     got = tuple(type_name(a) for a in args) + tuple(f"{k}={type_name(v)}" for k, v in kwargs.items())
     names = ["dim", "descending"]
     bound = dict(zip(names, args))
@@ -49,7 +49,8 @@ def _sort_args(op, shift, args, kwargs):
     ok = ok and is_int(dim) and isinstance(descending, bool) and (stable is MISSING or stable is None or isinstance(stable, bool))
     if not ok:
         raise _invalid(op, shift, got, _SORT_OPTIONS)
-    return int(dim), descending, bool(stable) if stable is not MISSING and stable is not None else False
+    # None: the overload without `stable` (SortBackward0); a bool: `sort.stable` (SortBackward1)
+    return int(dim), descending, None if stable is MISSING else bool(stable)
 
 
 @_method_and_function
@@ -83,7 +84,7 @@ def msort(shift):
         """`sort(dim=0).values`."""
         if shift:
             _need_tensor("msort", "input", 1, input)
-        return _C.sort(input, 0, False, False)[0]
+        return _C.sort(input, 0, False)[0]
 
     return msort
 

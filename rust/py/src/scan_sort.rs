@@ -45,9 +45,11 @@ pub fn logcumsumexp(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64) -> PyRe
     wrap(py, out)
 }
 
-/// `sort(dim, descending, stable)`: a (values, indices) tuple.
+/// `sort(dim, descending, stable)`: a (values, indices) tuple; `stable` is None when the call
+/// did not name it (torch's other overload, another node name).
 #[pyfunction]
-pub fn sort(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (x, dim, descending, stable=None))]
+pub fn sort(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, descending: bool, stable: Option<bool>) -> PyResult<Py<PyAny>> {
     let t = value(x);
     let out = run(py, t.numel(), move || sorting::sort(&t, dim, descending, stable))?;
     pair(py, out)

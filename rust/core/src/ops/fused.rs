@@ -201,44 +201,54 @@ fn check_same_dtype(x: &Tensor, other: &Tensor, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// lerp's checks in torch's order (dtypes, shapes, then the kernel's dtype); its shape.
-fn lerp_setup(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<Vec<usize>> {
+/// lerp's checks in torch's order (dtypes, shapes, then the kernel's dtype): its shape and the
+/// dtype it computes in. `end` must have self's dtype; so must a tensor weight, unless it is 0-d:
+/// then the three are promoted together (a 0-d float64 weight of 0-d float32 tensors gives
+/// float64).
+fn lerp_setup(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<(Vec<usize>, DType)> {
     check_same_dtype(x, end, "end")?;
+    let mut dtype = x.dtype();
     if let Arg::Tensor(w) = weight {
-        check_same_dtype(x, w, "weight")?;
+        if w.ndim() == 0 {
+            dtype = result_type(&[operand(x), operand(end), operand(w)]);
+        } else {
+            check_same_dtype(x, w, "weight")?;
+        }
     }
     let mut shape = broadcast_shapes(x.shape(), end.shape())?;
     if let Arg::Tensor(w) = weight {
         shape = broadcast_shapes(&shape, w.shape())?;
     }
-    if !x.dtype().is_floating() {
+    if !dtype.is_floating() {
         let kernel = if matches!(weight, Arg::Tensor(_)) { "lerp_kernel_tensor" } else { "lerp_kernel_scalar" };
-        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, x.dtype().scalar_type_name())));
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, dtype.scalar_type_name())));
     }
-    Ok(shape)
+    Ok((shape, dtype))
 }
 
-/// torch's lerp: `self + w * (end - self)` where |w| < 0.5, else `end - (end - self) * (1 - w)`
-/// (the second keeps lerp exact at w = 1).
-fn lerp_compute(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<Tensor> {
-    let diff = binary_raw(BinaryOp::Sub, &t(end), &t(x), None)?;
+/// torch's lerp in `dtype`: `self + w * (end - self)` where |w| < 0.5, else
+/// `end - (end - self) * (1 - w)` (the second keeps lerp exact at w = 1).
+fn lerp_compute(x: &Tensor, end: &Tensor, weight: &Arg, dtype: DType) -> Result<Tensor> {
+    let (x, end) = (cast_input(x, dtype)?, cast_input(end, dtype)?);
+    let diff = binary_raw(BinaryOp::Sub, &t(&end), &t(&x), None)?;
     match weight {
         Arg::Scalar(w) => {
-            // the weight as the kernel sees it: rounded to the tensors' dtype
-            let w = if x.dtype() == DType::Float32 { w.to_f64() as f32 as f64 } else { w.to_f64() };
+            // the weight as the kernel sees it: rounded to the compute dtype
+            let w = if dtype == DType::Float32 { w.to_f64() as f32 as f64 } else { w.to_f64() };
             if w.abs() < 0.5 {
                 let step = binary_raw(BinaryOp::Mul, &t(&diff), &Arg::Scalar(Scalar::Float(w)), None)?;
-                binary_raw(BinaryOp::Add, &t(x), &t(&step), None)
+                binary_raw(BinaryOp::Add, &t(&x), &t(&step), None)
             } else {
                 let step = binary_raw(BinaryOp::Mul, &t(&diff), &Arg::Scalar(Scalar::Float(1.0 - w)), None)?;
-                binary_raw(BinaryOp::Sub, &t(end), &t(&step), None)
+                binary_raw(BinaryOp::Sub, &t(&end), &t(&step), None)
             }
         }
         Arg::Tensor(w) => {
-            let small = binary_raw(BinaryOp::Lt, &t(&unary_raw(UnaryOp::Abs, w)?), &Arg::Scalar(Scalar::Float(0.5)), None)?;
-            let near = binary_raw(BinaryOp::Add, &t(x), &t(&binary_raw(BinaryOp::Mul, &t(w), &t(&diff), None)?), None)?;
-            let one_minus = binary_raw(BinaryOp::Sub, &Arg::Scalar(Scalar::Float(1.0)), &t(w), None)?;
-            let far = binary_raw(BinaryOp::Sub, &t(end), &t(&binary_raw(BinaryOp::Mul, &t(&diff), &t(&one_minus), None)?), None)?;
+            let w = cast_input(w, dtype)?;
+            let small = binary_raw(BinaryOp::Lt, &t(&unary_raw(UnaryOp::Abs, &w)?), &Arg::Scalar(Scalar::Float(0.5)), None)?;
+            let near = binary_raw(BinaryOp::Add, &t(&x), &t(&binary_raw(BinaryOp::Mul, &t(&w), &t(&diff), None)?), None)?;
+            let one_minus = binary_raw(BinaryOp::Sub, &Arg::Scalar(Scalar::Float(1.0)), &t(&w), None)?;
+            let far = binary_raw(BinaryOp::Sub, &t(&end), &t(&binary_raw(BinaryOp::Mul, &t(&diff), &t(&one_minus), None)?), None)?;
             where_raw(&small, &t(&near), &t(&far))
         }
     }
@@ -246,20 +256,20 @@ fn lerp_compute(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<Tensor> {
 
 /// `lerp(self, end, weight)` without autograd.
 pub fn lerp_raw(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<Tensor> {
-    lerp_setup(x, end, weight)?;
-    let r = lerp_compute(x, end, weight)?;
+    let (_, dtype) = lerp_setup(x, end, weight)?;
+    let r = lerp_compute(x, end, weight, dtype)?;
     match weight {
-        Arg::Tensor(w) => iterator_result(r, &[x, end, w], x.dtype()),
-        Arg::Scalar(_) => iterator_result(r, &[x, end], x.dtype()),
+        Arg::Tensor(w) => iterator_result(r, &[x, end, w], dtype),
+        Arg::Scalar(_) => iterator_result(r, &[x, end], dtype),
     }
 }
 
 /// `self.lerp_(end, weight)` without autograd (through the write path).
 pub fn lerp_inplace_raw(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<()> {
-    let shape = lerp_setup(x, end, weight)?;
+    let (shape, dtype) = lerp_setup(x, end, weight)?;
     let others: Vec<&Tensor> = [Some(end), weight.tensor()].into_iter().flatten().collect();
-    check_inplace(x, &others, &shape, x.dtype())?;
-    let r = lerp_compute(x, end, weight)?;
+    check_inplace(x, &others, &shape, dtype)?;
+    let r = lerp_compute(x, end, weight, dtype)?;
     copy_inplace_raw(x, &r)
 }
 

@@ -151,9 +151,10 @@ fn cumsum_backward(g: &Tensor, dim: usize) -> Result<Tensor> {
 }
 
 /// torch's cumprod_backward. Without zeros in `x`: `reversed_cumsum(result * g) / x`. With
-/// zeros, the gradient at each position k is built from the products that omit x[k] (torch's
-/// differentiable form, which it also takes under create_graph):
-/// `sum_{j >= k} g[j] * prod_{i <= j, i != k} x[i]`.
+/// zeros, torch (and so this) takes one of two forms: under create_graph a differentiable one,
+/// built from the products that omit x[k], `sum_{j >= k} g[j] * prod_{i <= j, i != k} x[i]`;
+/// otherwise `cumprod_backward_masked`, which rounds differently (it divides by x before the
+/// first zero), so both are kept to give torch's numbers.
 fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor) -> Result<Tensor> {
     if x.numel() <= 1 || x.shape()[dim] == 1 {
         return Ok(g.clone());
@@ -161,6 +162,9 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor) -> Resu
     let zero = fm::cmp_s(BinaryOp::Eq, x, 0.0)?;
     if !all(&zero, None, false, false)?.item()?.to_bool() {
         return fm::div(&reversed_cumsum(&fm::mul(result, g)?, dim)?, x);
+    }
+    if !crate::autograd::mode::is_grad_enabled() {
+        return cumprod_backward_masked(g, x, dim, result, &zero);
     }
     let (n, d) = (x.shape()[dim] as i64, dim as i64);
     let mut ones_shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
@@ -186,6 +190,50 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor) -> Resu
         slices.push(sum(&fm::mul(&gk, &omitted)?, Some(&[d]), false, None)?);
     }
     join::stack(&slices, d)
+}
+
+/// torch's first-order cumprod gradient with zeros, per slice along `dim`: before the first
+/// zero z1, `reversed_cumsum(result * g) / x` over that stretch; at z1, the product of the
+/// elements before it times `sum_{z1 <= j < z2} g[j] * prod_{z1 < i <= j} x[i]` (z2 the second
+/// zero); after z1, zero.
+fn cumprod_backward_masked(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor, zero: &Tensor) -> Result<Tensor> {
+    use crate::ops::binary::{binary_raw, where_raw};
+    use crate::ops::Arg;
+    let d = dim as i64;
+    let (ta, num) = (|t: &Tensor| Arg::Tensor(t.clone()), |v: f64| Arg::Scalar(Scalar::Float(v)));
+    let int = |v: i64| Arg::Scalar(Scalar::Int(v));
+    let zeros_seen = cum_raw(ScanOp::Cumsum, zero, d, None)?;
+    let before = binary_raw(BinaryOp::Eq, &ta(&zeros_seen), &int(0), None)?;
+    let w = where_raw(&before, &ta(&binary_raw(BinaryOp::Mul, &ta(result), &ta(g), None)?), &num(0.0))?;
+    let rev = crate::ops::shape_ops::flip_raw(&cum_raw(ScanOp::Cumsum, &crate::ops::shape_ops::flip_raw(&w, &[d])?, d, None)?, &[d])?;
+    let head = where_raw(&before, &ta(&binary_raw(BinaryOp::Div, &ta(&rev), &ta(x), None)?), &num(0.0))?;
+    // the first zero of each slice: where the count of zeros seen turns 1
+    let span = binary_raw(BinaryOp::Eq, &ta(&zeros_seen), &int(1), None)?;
+    let (_, first) = crate::ops::reduce::max_dim_raw(&span, d, true, true)?;
+    let positions = positions_along(x.shape(), dim)?;
+    let first_zero = binary_raw(
+        BinaryOp::LogicalAnd,
+        &ta(&binary_raw(BinaryOp::Eq, &ta(&positions), &ta(&first), None)?),
+        &ta(&span),
+        None,
+    )?;
+    let after = binary_raw(BinaryOp::LogicalAnd, &ta(&span), &ta(&crate::ops::unary::unary_raw(UnaryOp::LogicalNot, &first_zero)?), None)?;
+    let prods = cum_raw(ScanOp::Cumprod, &where_raw(&after, &ta(x), &num(1.0))?, d, None)?;
+    let g_span = where_raw(&span, &ta(g), &num(0.0))?;
+    let summed = crate::ops::reduce::sum_raw(&binary_raw(BinaryOp::Mul, &ta(&prods), &ta(&g_span), None)?, Some(&[d]), true, None)?;
+    let prev = binary_raw(BinaryOp::Maximum, &ta(&binary_raw(BinaryOp::Sub, &ta(&first), &int(1), None)?), &int(0), None)?;
+    let before_first = crate::ops::gather::gather_raw(result, d, &prev)?;
+    let no_before = binary_raw(BinaryOp::Eq, &ta(&first), &int(0), None)?;
+    let factor = where_raw(&no_before, &num(1.0), &ta(&before_first))?;
+    let at_zero = binary_raw(BinaryOp::Mul, &ta(&summed), &ta(&factor), None)?;
+    where_raw(&first_zero, &ta(&at_zero), &ta(&head))
+}
+
+/// An int64 tensor shaped `shape` holding each element's index along `dim`.
+fn positions_along(shape: &[usize], dim: usize) -> Result<Tensor> {
+    let inner: usize = shape[dim + 1..].iter().product();
+    let n = shape[dim];
+    Tensor::from_fn(shape, |i| ((i / inner.max(1)) % n.max(1)) as i64)
 }
 
 /// torch's logcumsumexp_backward: the positive and negative parts of `g` go through a reversed

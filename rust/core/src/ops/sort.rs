@@ -134,11 +134,13 @@ fn record_selection(name: &'static str, x: &Tensor, values: &Tensor, indices: &T
     Ok(())
 }
 
-/// Differentiable `sort` (SortBackward0).
-pub fn sort(x: &Tensor, dim: i64, descending: bool, stable: bool) -> Result<(Tensor, Tensor)> {
+/// Differentiable `sort`: SortBackward0, or SortBackward1 for torch's `sort.stable` overload
+/// (the one called with `stable=`, given as `Some`).
+pub fn sort(x: &Tensor, dim: i64, descending: bool, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
     crate::autograd::record::precheck(&[Some(x)])?;
-    let (v, i) = sort_raw(x, dim, descending, stable)?;
-    record_selection("SortBackward0", x, &v, &i, dim, None)?;
+    let (v, i) = sort_raw(x, dim, descending, stable.unwrap_or(false))?;
+    let node = if stable.is_some() { "SortBackward1" } else { "SortBackward0" };
+    record_selection(node, x, &v, &i, dim, None)?;
     Ok((v, i))
 }
 
@@ -317,11 +319,12 @@ mod tests {
     #[test]
     fn selections_pass_gradcheck() {
         let x = rand_leaf(&[3, 4], 11);
-        gradcheck("sort", &|t| Ok(sort(&t[0], 0, false, true)?.0), &[x.clone()], true);
+        gradcheck("sort", &|t| Ok(sort(&t[0], 0, false, Some(true))?.0), &[x.clone()], true);
         gradcheck("topk", &|t| Ok(topk(&t[0], 2, -1, true, true)?.0), &[x.clone()], true);
         gradcheck("kthvalue", &|t| Ok(kthvalue(&t[0], 2, 1, false)?.0), &[x.clone()], true);
         gradcheck("median dim", &|t| Ok(median_dim(&t[0], 0, true)?.0), &[x.clone()], true);
         gradcheck("median", &|t| median(&t[0]), &[x.clone()], true);
-        assert_eq!(node_name(&sort(&x, 0, false, false).unwrap().0), "SortBackward0");
+        assert_eq!(node_name(&sort(&x, 0, false, None).unwrap().0), "SortBackward0");
+        assert_eq!(node_name(&sort(&x, 0, false, Some(false)).unwrap().0), "SortBackward1");
     }
 }
