@@ -24,16 +24,18 @@ _KthvalueResult = _named("kthvalue")
 _MedianResult = _named("median")
 
 
-def _invalid(op, shift, got, options):
-    """torch's TypeError for arguments that match no overload."""
+def _invalid(op, shift, got):
+    """torch's TypeError for arguments that match none of sort/argsort's overloads."""
     if shift:
         got = ("Tensor",) + got
-        options = [o.replace("(", "(Tensor input, ", 1).replace("(Tensor input, )", "(Tensor input)") for o in options]
+        out = "tuple of Tensors out = None" if op == "sort" else "Tensor out = None"
+        options = [f"(Tensor input, *, bool stable, int dim = -1, bool descending = False, {out})",
+                   "(Tensor input, int dim = -1, bool descending = False, *, tuple of Tensors out = None)" if op == "sort"
+                   else "(Tensor input, int dim = -1, bool descending = False)"]
+    else:
+        options = ["(*, bool stable, int dim = -1, bool descending = False)", "(int dim = -1, bool descending = False)"]
     text = "".join(f" * {o}\n" for o in options)
     return TypeError(f"{op}() received an invalid combination of arguments - got ({', '.join(got)}), but expected one of:\n{text}")
-
-
-_SORT_OPTIONS = ["(*, bool stable, int dim = -1, bool descending = False)", "(int dim = -1, bool descending = False)"]
 
 
 def _sort_args(op, shift, args, kwargs):
@@ -48,7 +50,7 @@ def _sort_args(op, shift, args, kwargs):
     dim, descending, stable = bound.get("dim", -1), bound.get("descending", False), bound.get("stable", MISSING)
     ok = ok and is_int(dim) and isinstance(descending, bool) and (stable is MISSING or stable is None or isinstance(stable, bool))
     if not ok:
-        raise _invalid(op, shift, got, _SORT_OPTIONS)
+        raise _invalid(op, shift, got)
     # None: the overload without `stable` (SortBackward0); a bool: `sort.stable` (SortBackward1)
     return int(dim), descending, None if stable is MISSING else bool(stable)
 

@@ -7,6 +7,7 @@
 
 use crate::element::Element;
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::ops::copy::contiguous_raw;
 use crate::ops::views::permute_raw;
 use crate::tensor::Tensor;
@@ -43,8 +44,10 @@ pub fn from_rows(r: &Tensor, ndim: usize, dim: usize) -> Result<Tensor> {
     for (i, &d) in dim_last(ndim, dim).iter().enumerate() {
         inverse[d as usize] = i as i64;
     }
-    let back = contiguous_raw(&permute_raw(r, &inverse)?)?;
-    Ok(back.fresh_handle())
+    let back = contiguous_raw(&permute_raw(r, &inverse)?)?.fresh_handle();
+    // row-major also in the strides of size-1 dims (torch's strides for a new tensor)
+    let layout = Layout { offset: back.layout.offset, ..Layout::contiguous(back.shape()) };
+    Ok(Tensor { layout, ..back })
 }
 
 /// The elements of a contiguous tensor, to read.

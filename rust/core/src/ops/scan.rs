@@ -12,7 +12,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::kernels::scan::{scan_rows, Scan};
 use crate::ops::binary::BinaryOp;
-use crate::ops::copy::{cast_input, contiguous_copy, copy_inplace_raw, preserved_layout, to_dtype};
+use crate::ops::copy::{cast_input, contiguous_copy, copy_inplace_raw, to_dtype};
 use crate::ops::lanes::{from_rows, read, rows_of, write};
 use crate::ops::reduce::{all, prod, sum};
 use crate::ops::shape_ops::flip;
@@ -98,8 +98,7 @@ pub fn cum_raw(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result
     run(op, &cast_input(x, out_dtype)?, d)
 }
 
-/// `logcumsumexp(dim)` without autograd: floating dtypes only; the result keeps the input's
-/// dense strides (torch allocates it with `empty_like`).
+/// `logcumsumexp(dim)` without autograd: floating dtypes only.
 pub fn logcumsumexp_raw(x: &Tensor, dim: i64) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     if !x.dtype().is_floating() {
@@ -108,14 +107,7 @@ pub fn logcumsumexp_raw(x: &Tensor, dim: i64) -> Result<Tensor> {
     if x.numel() == 0 {
         return Tensor::zeros(x.shape(), x.dtype());
     }
-    let out = run(ScanOp::Logcumsumexp, x, d)?;
-    let layout = preserved_layout(x);
-    if layout.strides == out.layout.strides {
-        return Ok(out);
-    }
-    let laid = crate::ops::copy::empty_strided(&layout, x.dtype())?;
-    crate::ops::copy::copy_kernel(&laid, &out);
-    Ok(laid)
+    run(ScanOp::Logcumsumexp, x, d)
 }
 
 /// `x.cumsum_(dim, dtype=)` / `cumprod_` without autograd: the result keeps x's dtype, so a

@@ -125,7 +125,8 @@ fn record_selection(name: &'static str, x: &Tensor, values: &Tensor, indices: &T
         rec.value("keepdim", py_bool(k));
     }
     rec.value("self_sym_sizes", py_ints(x.shape()));
-    rec.save_output("indices", indices, 1);
+    // indices have no grad_fn: saved like an input, so torch's version message names no node
+    rec.save("indices", indices)?;
     let (shape, wd) = (x.shape().to_vec(), wrap_dim(dim, x.ndim())?);
     let keep = keepdim.unwrap_or(true);
     rec.finish(name, &[values, indices], Box::new(move |ctx| {
@@ -152,11 +153,11 @@ pub fn topk_raw(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Re
     if k < 0 || k as u64 > size_along(x, d) as u64 {
         return Err(Error::Runtime("selected index k out of range".into()));
     }
-    if x.ndim() == 0 {
-        return scalar_pick(x);
-    }
     if x.dtype() == DType::Bool {
         return Err(Error::Runtime("topk does not support bool dtypes on CPU".into()));
+    }
+    if x.ndim() == 0 {
+        return scalar_pick(x);
     }
     let k = k as usize;
     let mut shape = x.shape().to_vec();
@@ -188,6 +189,9 @@ pub fn kthvalue_raw(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tens
     check_nonempty_dim(x, d, "kthvalue")?;
     if k < 1 || k as u64 > size_along(x, d) as u64 {
         return Err(Error::Runtime(format!("kthvalue(): selected number k out of range for dimension {}", d)));
+    }
+    if x.ndim() == 0 {
+        return scalar_pick(x); // before the kernel's dtype dispatch, as in torch
     }
     if x.dtype() == DType::Bool {
         return Err(not_for_bool("kthvalue_cpu"));
