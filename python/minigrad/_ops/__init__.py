@@ -7,10 +7,17 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     reduce.py       reductions and softmax
     linalg.py       products, joins, gathers and scatters
     indexing.py     x[key], x[key] = value, index_put_, nonzero
+    scans.py        cumsum, cumprod (and _ variants), logcumsumexp
+    sorting.py      sort, argsort, msort, topk, kthvalue, median
+    shaping.py      flip, roll, tril/triu (and _ variants), repeat, tile
+    fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
+    einsum.py       einsum
+    _args.py        argument checks in torch's words (used by the five above)
 
 Importing this package registers everything; the package root exports FUNCTIONS as
 `minigrad.<name>`. Autograd registers Tensor.backward and Tensor.register_hook the same way.
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
+from . import einsum, fused, scans, shaping, sorting  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

@@ -1,7 +1,7 @@
 """Linear algebra, joining and gathering: each op's Tensor method and `minigrad.<name>` function
 written once.
 
-Products (matmul/@, mm, bmm, mv, dot, addmm), joins (cat/concat/concatenate, stack) and index ops
+Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_), joins (cat/concat/concatenate, stack) and index ops
 (gather, scatter, scatter_add, index_select, index_add, masked_select), with in-place `_`
 variants that return `self`. Argument kinds are checked here with torch's TypeError texts;
 everything else (shapes, dtypes, indices) is checked in the Rust core (rust/py/src/linalg.rs ->
@@ -112,6 +112,14 @@ def addmm(shift):
         _need_tensor("addmm", "mat2", 2 + shift, mat2)
         return _C.addmm(input, mat1, mat2, beta, alpha)
     return addmm
+
+
+@method()
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm: the product must have self's shape (AddmmBackward0)."""
+    _need_tensor("addmm_", "mat1", 1, mat1)
+    _need_tensor("addmm_", "mat2", 2, mat2)
+    return _C.addmm_(self, mat1, mat2, beta, alpha)
 
 
 @method()

@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod autograd;
+mod composite;
 mod convert;
 mod creation;
 mod device;
@@ -20,6 +21,7 @@ mod linalg;
 mod nn_norm;
 mod nn_conv;
 mod reduce;
+mod scan_sort;
 mod tensor;
 
 #[pymodule]
@@ -43,5 +45,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     nn_norm::register(m)?;
     nn_conv::register(m)?;
+    scan_sort::register(m)?;
+    composite::register(m)?;
     Ok(())
 }

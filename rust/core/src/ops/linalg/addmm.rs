@@ -71,6 +71,44 @@ pub fn addmm(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: S
     Ok(out)
 }
 
+/// Differentiable `self.addmm_(mat1, mat2, beta, alpha)`: the product must have self's shape
+/// (torch: "Bad in-place call"); the result goes in through the write path; the node is
+/// AddmmBackward0 with out-of-place addmm's saves.
+pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<()> {
+    let _blame = crate::autograd::blame::op("addmm_");
+    let rec = Recorder::inplace(this, &[Some(mat1), Some(mat2)])?;
+    let out = addmm_raw(this, mat1, mat2, beta, alpha)?;
+    if out.shape() != this.shape() {
+        return Err(Error::Runtime(format!(
+            "Bad in-place call: input tensor size {} and output tensor size {} should match",
+            crate::error::fmt_shape(this.shape()),
+            crate::error::fmt_shape(out.shape())
+        )));
+    }
+    crate::ops::copy::copy_inplace_raw(this, &out)?;
+    let Some(mut rec) = rec else { return Ok(()) };
+    if rec.needs(2) {
+        rec.save("mat1", mat1)?;
+    }
+    if rec.needs(1) {
+        rec.save("mat2", mat2)?;
+    }
+    rec.value("alpha", fmt_scalar(alpha));
+    rec.value("beta", fmt_scalar(beta));
+    let (b, a) = (beta.to_f64(), alpha.to_f64());
+    let scale = move |t: Tensor, s: f64| if s == 1.0 { Ok(t) } else { fm::mul_s(&t, s) };
+    rec.finish_inplace("AddmmBackward0", this, Box::new(move |ctx| {
+        let g = ctx.grad();
+        let mut saved = ctx.saved.iter().cloned();
+        let mat1 = if ctx.needs(2) { saved.next() } else { None };
+        let mat2 = if ctx.needs(1) { saved.next() } else { None };
+        let gs = if ctx.needs(0) { Some(scale(g.clone(), b)?) } else { None };
+        let g1 = mat2.map(|m| scale(mm(g, &views::t(&m)?)?, a)).transpose()?;
+        let g2 = mat1.map(|m| scale(mm(&views::t(&m)?, g)?, a)).transpose()?;
+        Ok(vec![gs, g1, g2])
+    }))
+}
+
 /// A scalar as Python prints it (`1`, `0.5`, `True`).
 fn fmt_scalar(s: Scalar) -> String {
     match s {

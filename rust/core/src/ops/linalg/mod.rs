@@ -18,7 +18,7 @@ mod addmm;
 mod matmul;
 mod products;
 
-pub use addmm::{addmm, addmm_raw};
+pub use addmm::{addmm, addmm_, addmm_raw};
 pub use matmul::{matmul, matmul_raw};
 pub use products::{bmm, bmm_raw, dot, dot_raw, mm, mm_raw, mv, mv_raw};
 

@@ -1,0 +1,91 @@
+"""Argument checks in torch's words, for the op families that take ints, int lists, flags and
+dtypes (scans, sorting, shaping, fused pointwise ops).
+
+torch numbers a method's arguments from the first one after `self` and a function's from `input`;
+each check takes the position as torch would print it. Python's own binding errors are not used:
+torch's messages differ ("missing 1 required positional arguments: "dim"").
+"""
+
+import numbers
+
+from .. import _C
+
+MISSING = object()
+"""Default of an argument torch requires (so that its own message can be raised)."""
+
+
+def type_name(value):
+    return type(value).__name__
+
+
+def is_int(value):
+    """An int as torch's parser takes it: not a bool; NumPy integers count."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+
+
+def required(op, name, value):
+    if value is MISSING:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "{name}"')
+    return value
+
+
+def wrong(op, name, position, expected, value):
+    where = f" (position {position})" if position else ""
+    return TypeError(f"{op}(): argument '{name}'{where} must be {expected}, not {type_name(value)}")
+
+
+def int_arg(op, name, position, value):
+    if not is_int(value):
+        raise wrong(op, name, position, "int", value)
+    return int(value)
+
+
+def bool_arg(op, name, position, value):
+    if not isinstance(value, bool):
+        raise wrong(op, name, position, "bool", value)
+    return value
+
+
+def tensor_arg(op, name, position, value):
+    if not isinstance(value, _C.TensorBase):
+        raise wrong(op, name, position, "Tensor", value)
+    return value
+
+
+def number_arg(op, name, position, value):
+    if isinstance(value, _C.TensorBase) or not isinstance(value, numbers.Number):
+        raise wrong(op, name, position, "Number", value)
+    return value
+
+
+def dtype_arg(op, value):
+    if value is not None and not isinstance(value, _C.dtype):
+        raise wrong(op, "dtype", None, "torch.dtype", value)
+    return value
+
+
+def ints_arg(op, name, position, value, *, single=True):
+    """torch's `int[]` argument: a tuple or list of ints (or one int when `single`; a 0-d or
+    one-element integer tensor counts as an int, as torch reads it with __index__)."""
+    if single and (is_int(value) or _int_tensor(value)):
+        return [int(value)]
+    if isinstance(value, (tuple, list)) and all(is_int(v) or _int_tensor(v) for v in value):
+        return [int(v) for v in value]
+    raise wrong(op, name, position, "tuple of ints", value)
+
+
+def _int_tensor(value):
+    return isinstance(value, _C.TensorBase) and value.numel() == 1 and not value.dtype.is_floating_point
+
+
+def varargs_ints(op, name, position, args):
+    """A method's `*sizes` (`x.repeat(2, 3)`, `x.repeat((2, 3))`, `x.flip(0, 1)`)."""
+    if len(args) == 1 and not is_int(args[0]):
+        return ints_arg(op, name, position, args[0])
+    for i, v in enumerate(args):
+        if not is_int(v):
+            raise TypeError(
+                f"{op}(): argument '{name}' failed to unpack the object at pos {i + 1} with error "
+                f'"type must be tuple of ints,but got {type_name(v)}"'
+            )
+    return [int(v) for v in args]
