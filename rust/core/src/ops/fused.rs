@@ -36,8 +36,8 @@ fn iterator_result(r: Tensor, inputs: &[&Tensor], dtype: DType) -> Result<Tensor
     if layout.strides == r.layout.strides {
         return Ok(r);
     }
-    let out = empty_with_layout(&layout, r.dtype())?;
-    copy_kernel(&out, &r);
+    let out = empty_with_layout(&layout, r.dtype(), r.device())?;
+    copy_kernel(&out, &r)?;
     Ok(out)
 }
 

@@ -26,8 +26,8 @@ fn into_layout(t: Tensor, layout: &Layout) -> Result<Tensor> {
     if t.layout.strides == layout.strides && t.layout.offset == 0 {
         return Ok(t);
     }
-    let out = empty_strided(layout, t.dtype())?;
-    copy_kernel(&out, &t);
+    let out = empty_strided(layout, t.dtype(), t.device())?;
+    copy_kernel(&out, &t)?;
     Ok(out)
 }
 
@@ -60,8 +60,8 @@ pub fn flip_raw(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     }
     let layout = preserved_layout(x);
     if out.same_storage(x) {
-        let copy = empty_strided(&layout, x.dtype())?;
-        copy_kernel(&copy, x);
+        let copy = empty_strided(&layout, x.dtype(), x.device())?;
+        copy_kernel(&copy, x)?;
         return Ok(copy);
     }
     into_layout(out, &layout)

@@ -59,8 +59,8 @@ fn laid_out(t: Tensor, layout: &crate::layout::Layout) -> Result<Tensor> {
     if t.layout.strides == layout.strides {
         return Ok(t);
     }
-    let out = empty_strided(layout, t.dtype())?;
-    copy_kernel(&out, &t);
+    let out = empty_strided(layout, t.dtype(), t.device())?;
+    copy_kernel(&out, &t)?;
     Ok(out)
 }
 
@@ -88,7 +88,7 @@ pub fn sort_raw(x: &Tensor, dim: i64, descending: bool, stable: bool) -> Result<
     }
     let layout = preserved_layout(x);
     if x.numel() == 0 {
-        return Ok((empty_strided(&layout, x.dtype())?, empty_strided(&layout, DType::Int64)?));
+        return Ok((empty_strided(&layout, x.dtype(), x.device())?, empty_strided(&layout, DType::Int64, x.device())?));
     }
     let radix = x.ndim() == 1 && x.numel() >= RADIX_MIN && x.dtype().is_integral(false) && !descending;
     let method = if stable || radix { SortMethod::Stable } else { SortMethod::Introsort };
