@@ -65,18 +65,20 @@ pub fn c_type(dtype: DType) -> &'static str {
     }
 }
 
-/// The split `mg_reduce_part` uses for a reduction of `red` elements into `outputs` results: 0
-/// (one pass, `mg_reduce`) when there are enough outputs to fill the device, else a chunk length
-/// that gives about 1024 partials in all. A function of the shape only, so a result does not
-/// depend on the device it runs on (the order of summation follows the chunks).
-pub fn reduce_chunk(outputs: u64, red: u64) -> u64 {
+/// The split `mg_reduce_part` uses for an `(outer, red, inner)` reduction: 0 (one pass,
+/// `mg_reduce`) when its work items (one per output row, or per 32-column tile) already number
+/// enough to fill a device, else the chunk length that gives about 1024 work items in all, at
+/// least 4096 elements of the reduced axis each. A function of the shape only, so results do not
+/// depend on the device they run on (the order of summation follows the chunks).
+pub fn reduce_chunk(outer: u64, red: u64, inner: u64) -> u64 {
     const MIN_CHUNK: u64 = 4096;
     const TARGET_ITEMS: u64 = 1024;
-    if outputs >= TARGET_ITEMS || red <= 2 * MIN_CHUNK {
+    let items = outer.saturating_mul(if inner <= 1 { 1 } else { inner.div_ceil(32) });
+    if items >= TARGET_ITEMS || red <= 2 * MIN_CHUNK {
         return 0;
     }
-    let per_output = TARGET_ITEMS.div_ceil(outputs.max(1));
-    red.div_ceil(per_output).max(MIN_CHUNK).next_multiple_of(u64::from(REDUCE_THREADS))
+    let per_item = TARGET_ITEMS.div_ceil(items.max(1));
+    red.div_ceil(per_item).max(MIN_CHUNK).next_multiple_of(u64::from(REDUCE_THREADS))
 }
 
 const F: &[(&str, &str)] = &[("float", "float"), ("double", "double")];
@@ -249,12 +251,15 @@ mod tests {
 
     #[test]
     fn reduce_chunk_depends_on_the_shape_only_and_splits_long_reductions() {
-        assert_eq!(reduce_chunk(4096, 1 << 20), 0, "enough outputs: one pass");
-        assert_eq!(reduce_chunk(1, 100), 0, "short rows: one pass");
-        let c = reduce_chunk(1, 100_000_000);
+        assert_eq!(reduce_chunk(4096, 1 << 20, 1), 0, "enough rows: one pass");
+        assert_eq!(reduce_chunk(1, 1 << 20, 32 * 2048), 0, "enough column tiles: one pass");
+        assert_eq!(reduce_chunk(1, 100, 1), 0, "short rows: one pass");
+        let c = reduce_chunk(1, 100_000_000, 1);
         assert!(c >= 4096 && c % u64::from(REDUCE_THREADS) == 0);
         let parts = 100_000_000u64.div_ceil(c);
         assert!((512..=1024).contains(&parts), "{parts} partials");
-        assert_eq!(reduce_chunk(3, 1 << 24), reduce_chunk(3, 1 << 24));
+        // a sum over dim 0 of a (1e6, 100) tensor: 4 column tiles, split into ~256 chunks each
+        let c = reduce_chunk(1, 1_000_000, 100);
+        assert!((200..=256).contains(&1_000_000u64.div_ceil(c)), "{c}");
     }
 }

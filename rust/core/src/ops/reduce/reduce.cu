@@ -262,16 +262,32 @@ template <class T> __device__ __forceinline__ ArgAcc<T> shfl_down(ArgAcc<T> a, i
   return r;
 }
 
+// Folds the elements at reduced indices r, r + step, ... < hi (element index idx, idx + idx_step,
+// ...) into a, in that order, with four loads in flight (the same result as one at a time).
+template <class A, class Fetch, class Fold>
+__device__ __forceinline__ A fold_range(A a, long long r, long long hi, long long step, long long idx,
+                                        long long idx_step, double aux_o, Fetch fetch, Fold fold) {
+  for (; r + 3 * step < hi; r += 4 * step, idx += 4 * idx_step) {
+    const auto v0 = fetch(idx), v1 = fetch(idx + idx_step), v2 = fetch(idx + 2 * idx_step), v3 = fetch(idx + 3 * idx_step);
+    a = fold(a, v0, r, aux_o);
+    a = fold(a, v1, r + step, aux_o);
+    a = fold(a, v2, r + 2 * step, aux_o);
+    a = fold(a, v3, r + 3 * step, aux_o);
+  }
+  for (; r < hi; r += step, idx += idx_step) a = fold(a, fetch(idx), r, aux_o);
+  return a;
+}
+
 // The loop every reduce kernel runs. Work items are (outer index, chunk, column tile); a block
 // takes them in a grid-stride loop, so every block sees the same sequence of barriers.
 //  - inner == 1 (rows): the block's 256 threads stride along the chunk, then block_reduce.
 //  - inner > 1 (columns): 32 adjacent columns x 8 row lanes, so a warp reads 32 consecutive
 //    elements; the 8 lanes of a column are combined in order through shared memory.
-// load(a, r, idx, aux_o) folds element idx (at reduced index r) into a; emit(o, c, a) gets output
-// o's result for chunk c.
-template <class Op, class A, class Load, class Emit>
+// fetch(idx) reads element idx; fold(a, v, r, aux_o) folds it in (r: its reduced index); emit(o, c,
+// a) gets output o's result for chunk c.
+template <class Op, class A, class Fetch, class Fold, class Emit>
 __device__ __forceinline__ void reduce_loop(long long outer, long long red, long long inner, long long chunk,
-                                            const double* aux, Load load, Emit emit) {
+                                            const double* aux, Fetch fetch, Fold fold, Emit emit) {
   if (blockDim.x != MG_REDUCE_THREADS) __trap();
   const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
   const long long span = nchunk == 1 ? red : chunk;
@@ -283,7 +299,7 @@ __device__ __forceinline__ void reduce_loop(long long outer, long long red, long
       const long long lo = c * span, hi = lo + span < red ? lo + span : red;
       const double aux_o = aux ? aux[o] : 0.0;
       A a = Op::init();
-      for (long long r = lo + tid; r < hi; r += MG_REDUCE_THREADS) a = load(a, r, o * red + r, aux_o);
+      a = fold_range(a, lo + tid, hi, MG_REDUCE_THREADS, o * red + lo + tid, MG_REDUCE_THREADS, aux_o, fetch, fold);
       a = block_reduce<Op>(a);
       if (tid == 0) emit(o, c, a);
     }
@@ -301,7 +317,8 @@ __device__ __forceinline__ void reduce_loop(long long outer, long long red, long
     A a = Op::init();
     if (j < inner) {
       const double aux_o = aux ? aux[o * inner + j] : 0.0;
-      for (long long r = lo + ty; r < hi; r += MG_REDUCE_THREADS / 32) a = load(a, r, (o * red + r) * inner + j, aux_o);
+      const int step = MG_REDUCE_THREADS / 32;
+      a = fold_range(a, lo + ty, hi, step, (o * red + lo + ty) * inner + j, step * inner, aux_o, fetch, fold);
     }
     cols[ty][tx] = a;
     __syncthreads();
@@ -327,8 +344,8 @@ __global__ void mg_reduce(typename Op::out_t* out, typename Op::in_t* values, co
                           long long outer, long long red, long long inner, const double* aux, double p0, double p1) {
   typedef typename Op::acc_t A;
   mg::reduce_loop<Op, A>(
-      outer, red, inner, 0, aux,
-      [&](A a, long long r, long long idx, double aux_o) { return Op::step(a, in[idx], r, aux_o, p0); },
+      outer, red, inner, 0, aux, [&](long long idx) { return in[idx]; },
+      [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
       [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
 }
 
@@ -338,8 +355,8 @@ __global__ void mg_reduce_part(mg::AccSlot* part, const typename Op::in_t* in, l
   typedef typename Op::acc_t A;
   const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
   mg::reduce_loop<Op, A>(
-      outer, red, inner, chunk, aux,
-      [&](A a, long long r, long long idx, double aux_o) { return Op::step(a, in[idx], r, aux_o, p0); },
+      outer, red, inner, chunk, aux, [&](long long idx) { return in[idx]; },
+      [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
       [&](long long o, long long c, A a) {
         const long long oo = o / inner, j = o - oo * inner;
         mg::store_slot(part + (oo * nchunk + c) * inner + j, a);
@@ -352,7 +369,7 @@ __global__ void mg_reduce_done(typename Op::out_t* out, typename Op::in_t* value
                                double p1) {
   typedef typename Op::acc_t A;
   mg::reduce_loop<Op, A>(
-      outer, nchunk, inner, 0, nullptr,
-      [&](A a, long long, long long idx, double) { return Op::merge(a, mg::load_slot<A>(part + idx)); },
+      outer, nchunk, inner, 0, nullptr, [&](long long idx) { return mg::load_slot<A>(part + idx); },
+      [&](A a, A b, long long, double) { return Op::merge(a, b); },
       [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
 }
