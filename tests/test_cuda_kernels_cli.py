@@ -109,3 +109,44 @@ def test_the_sources_compile_with_each_installed_nvrtc(lib):
     assert r.returncode == 0, r.stdout[-20000:] + r.stderr[-5000:]
     major = Path(lib).name.split(".so.")[1].split(".")[0]
     assert r.stdout.startswith(f"NVRTC {major}."), r.stdout[:200]
+
+
+def ptx_of(source, names):
+    """{name expression: its kernel's PTX}, compiled as the backend compiles them."""
+    nvrtc = nvrtc_binding()
+    _, path, text, _ = next(s for s in _C._cuda_sources() if s[0] == source)
+    headers = _C._cuda_headers()
+    prog = nvrtc.createProgram(text, os.path.basename(path), [h[1].encode() for h in headers],
+                               [h[0].encode() for h in headers])
+    try:
+        for n in names:
+            nvrtc.addNameExpression(prog, n)
+        nvrtc.compileProgram(prog, ["--gpu-architecture=compute_80", *_C._cuda_nvrtc_options()])
+        ptx = nvrtc.getPTX(prog).decode()
+        out = {}
+        for n in names:
+            body = ptx.split(f".entry {nvrtc.getLoweredName(prog, n)}(")[1]
+            out[n] = body.split("\n}\n")[0]
+        return out
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def test_contiguous_kernels_move_16_byte_vectors():
+    """The *_contig kernels load and store float4 / double2 / 16 bools where aligned."""
+    ptx = ptx_of("binary", ["mg_binary_contig<float, float, mg::Add>", "mg_binary_contig<double, double, mg::Mul>",
+                            "mg_binary_contig<bool, float, mg::Lt>"])
+    assert "ld.global.v4.f32" in ptx["mg_binary_contig<float, float, mg::Add>"]
+    assert "st.global.v4.f32" in ptx["mg_binary_contig<float, float, mg::Add>"]
+    assert "ld.global.v2.f64" in ptx["mg_binary_contig<double, double, mg::Mul>"]
+    assert "st.global.v4.u8" in ptx["mg_binary_contig<bool, float, mg::Lt>"]  # 4 bools, one 4-byte store
+    copy = ptx_of("copy", ["mg_copy_contig<bool, bool>", "mg_fill_contig<float>"])
+    assert "ld.global.v4.u32" in copy["mg_copy_contig<bool, bool>"]
+    assert "st.global.v4.f32" in copy["mg_fill_contig<float>"]
+
+
+def test_strided_kernels_read_shapes_and_strides_in_place():
+    """MgShape/MgStrides stay in parameter space: no local-memory copy of the 208-byte structs."""
+    ptx = ptx_of("binary", ["mg_binary<float, float, mg::Add>", "mg_where<double>", "mg_clamp<int>"])
+    for name, body in ptx.items():
+        assert ".local" not in body and "ld.param" in body, name
