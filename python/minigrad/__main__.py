@@ -1,10 +1,11 @@
-"""`minigrad <command>` and `python -m minigrad <command>`: `bench` (python/minigrad/bench) and
-`audit` (python/minigrad/inplace/cli.py)."""
+"""`minigrad <command>` and `python -m minigrad <command>`: `bench` (python/minigrad/bench),
+`audit` (python/minigrad/inplace/cli.py) and `kernels` (python/minigrad/_kernels_cli.py)."""
 
 import sys
 
 USAGE = """usage: minigrad bench [options]            benchmark against torch and NumPy (minigrad bench --help)
-       minigrad audit module:callable     audit a model's in-place ops (minigrad audit --help)"""
+       minigrad audit module:callable     audit a model's in-place ops (minigrad audit --help)
+       minigrad kernels [--check]         list the CUDA kernels; compile them with NVRTC (minigrad kernels --help)"""
 
 
 def main(argv=None):
@@ -16,6 +17,8 @@ def main(argv=None):
         from .bench.cli import main as command
     elif argv[0] == "audit":
         from .inplace.cli import main as command
+    elif argv[0] == "kernels":
+        from ._kernels_cli import main as command
     else:
         print(f"minigrad: unknown command '{argv[0]}'\n{USAGE}", file=sys.stderr)
         return 2

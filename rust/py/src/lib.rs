@@ -10,6 +10,7 @@ mod autograd;
 mod composite;
 mod convert;
 mod creation;
+mod cuda_sources;
 mod device;
 mod dlpack;
 mod dtype;
@@ -47,5 +48,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     scan_sort::register(m)?;
     composite::register(m)?;
+    cuda_sources::register(m)?;
     Ok(())
 }

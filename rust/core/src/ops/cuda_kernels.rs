@@ -1,0 +1,265 @@
+//! The CUDA kernel sources, kept as `.cu` files beside their ops and embedded here as text, with
+//! every template instance the CUDA backend may launch (its NVRTC name expression). Nothing here
+//! needs CUDA: the CUDA backend compiles these strings at first use (NVRTC through CuPy), and
+//! `minigrad kernels --check` compiles all of them without a GPU. docs/gpu.md describes the ABI.
+
+use crate::dtype::DType;
+
+/// One `.cu` file: its sources and the instances it is compiled for.
+pub struct CudaSource {
+    /// Short name (`unary`, `binary`, ...).
+    pub name: &'static str,
+    /// Path from the repository root.
+    pub path: &'static str,
+    pub source: &'static str,
+    pub families: &'static [Family],
+}
+
+/// A product of kernel templates, type pairs and ops: every `kernels` pattern with `{op}`, then
+/// `{T}` (input type) and `{O}` (output type) substituted, for every op and every type pair.
+pub struct Family {
+    pub kernels: &'static [&'static str],
+    /// (T, O) pairs, as C type names.
+    pub types: &'static [(&'static str, &'static str)],
+    pub ops: &'static [&'static str],
+}
+
+impl CudaSource {
+    /// Every name expression of this source, in a fixed order.
+    pub fn instances(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.families {
+            for op in f.ops {
+                for (t, o) in f.types {
+                    for k in f.kernels {
+                        out.push(k.replace("{op}", op).replace("{T}", t).replace("{O}", o));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Headers the sources include, by the name they include them with.
+pub const HEADERS: &[(&str, &str)] = &[("cuda_common.cuh", include_str!("cuda_common.cuh"))];
+
+/// NVRTC options every source is compiled with, besides the target architecture. No fast math,
+/// and no contraction of `a * b + c` into one rounding, so results follow the CPU's arithmetic.
+pub const NVRTC_OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
+
+/// The block size every kernel that combines across threads (reductions, softmax) requires.
+pub const REDUCE_THREADS: u32 = 256;
+
+/// Bytes per partial result of `mg_reduce_part` (one `mg::AccSlot`).
+pub const ACC_SLOT_BYTES: usize = 16;
+
+/// The C type of a dtype's elements in the kernels.
+pub fn c_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Float32 => "float",
+        DType::Float64 => "double",
+        DType::Int64 => "long long",
+        DType::Int32 => "int",
+        DType::Bool => "bool",
+    }
+}
+
+/// The split `mg_reduce_part` uses for an `(outer, red, inner)` reduction: 0 (one pass,
+/// `mg_reduce`) when its work items (one per output row, or per 32-column tile) already number
+/// enough to fill a device, else the chunk length that gives about 1024 work items in all, at
+/// least 4096 elements of the reduced axis each. A function of the shape only, so results do not
+/// depend on the device they run on (the order of summation follows the chunks).
+pub fn reduce_chunk(outer: u64, red: u64, inner: u64) -> u64 {
+    const MIN_CHUNK: u64 = 4096;
+    const TARGET_ITEMS: u64 = 1024;
+    let items = outer.saturating_mul(if inner <= 1 { 1 } else { inner.div_ceil(32) });
+    if items >= TARGET_ITEMS || red <= 2 * MIN_CHUNK {
+        return 0;
+    }
+    let per_item = TARGET_ITEMS.div_ceil(items.max(1));
+    red.div_ceil(per_item).max(MIN_CHUNK).next_multiple_of(u64::from(REDUCE_THREADS))
+}
+
+const F: &[(&str, &str)] = &[("float", "float"), ("double", "double")];
+const I: &[(&str, &str)] = &[("int", "int"), ("long long", "long long")];
+const NUMERIC: &[(&str, &str)] = &[("float", "float"), ("double", "double"), ("int", "int"), ("long long", "long long")];
+const ALL: &[(&str, &str)] = &[("float", "float"), ("double", "double"), ("int", "int"), ("long long", "long long"), ("bool", "bool")];
+const BITS: &[(&str, &str)] = &[("int", "int"), ("long long", "long long"), ("bool", "bool")];
+const TO_BOOL: &[(&str, &str)] = &[("float", "bool"), ("double", "bool"), ("int", "bool"), ("long long", "bool"), ("bool", "bool")];
+const FLOAT_OUT: &[(&str, &str)] = &[
+    ("float", "float"), ("float", "double"), ("double", "float"), ("double", "double"), ("int", "float"),
+    ("int", "double"), ("long long", "float"), ("long long", "double"), ("bool", "float"), ("bool", "double"),
+];
+const NORM_TYPES: &[(&str, &str)] = &[("float", "float"), ("float", "double"), ("double", "double")];
+/// Every (input, output) pair of the five dtypes.
+const PAIRS: &[(&str, &str)] = &[
+    ("float", "float"), ("float", "double"), ("float", "int"), ("float", "long long"), ("float", "bool"),
+    ("double", "float"), ("double", "double"), ("double", "int"), ("double", "long long"), ("double", "bool"),
+    ("int", "float"), ("int", "double"), ("int", "int"), ("int", "long long"), ("int", "bool"),
+    ("long long", "float"), ("long long", "double"), ("long long", "int"), ("long long", "long long"), ("long long", "bool"),
+    ("bool", "float"), ("bool", "double"), ("bool", "int"), ("bool", "long long"), ("bool", "bool"),
+];
+
+const UNARY_KERNELS: &[&str] = &["mg_unary<{O}, {T}, mg::{op}>", "mg_unary_contig<{O}, {T}, mg::{op}>"];
+const UNARY_BACKWARD_KERNELS: &[&str] = &["mg_unary_backward<{T}, mg::{op}>", "mg_unary_backward_contig<{T}, mg::{op}>"];
+const BINARY_KERNELS: &[&str] = &[
+    "mg_binary<{O}, {T}, mg::{op}>",
+    "mg_binary_contig<{O}, {T}, mg::{op}>",
+    "mg_binary_scalar<{O}, {T}, mg::{op}>",
+    "mg_binary_scalar_contig<{O}, {T}, mg::{op}>",
+];
+const REDUCE_KERNELS: &[&str] = &["mg_reduce<mg::{op}>", "mg_reduce_part<mg::{op}>", "mg_reduce_done<mg::{op}>"];
+
+const UNARY: CudaSource = CudaSource {
+    name: "unary",
+    path: "rust/core/src/ops/unary.cu",
+    source: include_str!("unary.cu"),
+    families: &[
+        Family {
+            kernels: UNARY_KERNELS,
+            types: F,
+            ops: &[
+                "Neg", "Abs", "Sign", "Exp", "Log", "Log1p", "Expm1", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh", "Sigmoid",
+                "Relu", "Silu", "Gelu", "GeluTanh", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "LeakyRelu", "Elu",
+                "GeluCdf",
+            ],
+        },
+        Family { kernels: UNARY_KERNELS, types: I, ops: &["Neg", "Abs", "Sign", "Relu", "Floor", "Ceil", "Round", "Trunc", "BitwiseNot"] },
+        Family { kernels: UNARY_KERNELS, types: &[("bool", "bool")], ops: &["Sign", "BitwiseNot"] },
+        Family { kernels: UNARY_KERNELS, types: TO_BOOL, ops: &["LogicalNot"] },
+        Family {
+            kernels: UNARY_BACKWARD_KERNELS,
+            types: F,
+            ops: &[
+                "ReluBackward", "SigmoidBackward", "TanhBackward", "SqrtBackward", "RsqrtBackward", "ReciprocalBackward",
+                "Expm1Backward", "Log1pBackward", "AbsBackward", "SinBackward", "CosBackward", "SiluBackward",
+                "GeluBackward", "GeluTanhBackward", "LeakyReluBackward", "EluBackward", "EluResultBackward",
+            ],
+        },
+    ],
+};
+
+const BINARY: CudaSource = CudaSource {
+    name: "binary",
+    path: "rust/core/src/ops/binary/binary.cu",
+    source: include_str!("binary/binary.cu"),
+    families: &[
+        Family { kernels: BINARY_KERNELS, types: ALL, ops: &["Add", "Mul", "Maximum", "Minimum", "Pow"] },
+        Family { kernels: BINARY_KERNELS, types: NUMERIC, ops: &["Sub", "DivFloor", "DivTrunc", "Remainder"] },
+        Family { kernels: BINARY_KERNELS, types: F, ops: &["AddAlpha", "Div"] },
+        Family { kernels: BINARY_KERNELS, types: BITS, ops: &["BitAnd", "BitOr", "BitXor"] },
+        Family {
+            kernels: BINARY_KERNELS,
+            types: TO_BOOL,
+            ops: &["Eq", "Ne", "Lt", "Le", "Gt", "Ge", "LogicalAnd", "LogicalOr", "LogicalXor"],
+        },
+        Family { kernels: &["mg_where<{T}>", "mg_where_contig<{T}>"], types: ALL, ops: &[""] },
+        Family { kernels: &["mg_clamp_scalar<{T}>", "mg_clamp_scalar_contig<{T}>"], types: NUMERIC, ops: &[""] },
+        // bool: clamp with one tensor bound is maximum/minimum, which bool supports
+        Family { kernels: &["mg_clamp<{T}>", "mg_clamp_contig<{T}>"], types: ALL, ops: &[""] },
+        Family { kernels: &["mg_masked_fill<{T}>", "mg_masked_fill_contig<{T}>"], types: ALL, ops: &[""] },
+    ],
+};
+
+const COPY: CudaSource = CudaSource {
+    name: "copy",
+    path: "rust/core/src/ops/copy.cu",
+    source: include_str!("copy.cu"),
+    families: &[
+        Family { kernels: &["mg_copy<{O}, {T}>", "mg_copy_contig<{O}, {T}>"], types: PAIRS, ops: &[""] },
+        Family { kernels: &["mg_fill<{T}>", "mg_fill_contig<{T}>"], types: ALL, ops: &[""] },
+    ],
+};
+
+const REDUCE: CudaSource = CudaSource {
+    name: "reduce",
+    path: "rust/core/src/ops/reduce/reduce.cu",
+    source: include_str!("reduce/reduce.cu"),
+    families: &[
+        Family { kernels: REDUCE_KERNELS, types: PAIRS, ops: &["Sum<{T}, {O}>", "Prod<{T}, {O}>"] },
+        Family { kernels: REDUCE_KERNELS, types: FLOAT_OUT, ops: &["Mean<{T}, {O}>"] },
+        Family { kernels: REDUCE_KERNELS, types: ALL, ops: &["Amax<{T}>", "Amin<{T}>", "ArgMax<{T}>", "ArgMin<{T}>", "All<{T}>", "Any<{T}>"] },
+        Family {
+            kernels: REDUCE_KERNELS,
+            types: NORM_TYPES,
+            ops: &["Norm2<{T}, {O}>", "Norm1<{T}, {O}>", "NormInf<{T}, {O}>", "NormNegInf<{T}, {O}>", "Norm0<{T}, {O}>", "NormP<{T}, {O}>"],
+        },
+        Family { kernels: REDUCE_KERNELS, types: F, ops: &["SqDev<{T}>", "LseShift<{T}>", "LseSum<{T}>"] },
+    ],
+};
+
+const SOFTMAX: CudaSource = CudaSource {
+    name: "softmax",
+    path: "rust/core/src/ops/reduce/softmax.cu",
+    source: include_str!("reduce/softmax.cu"),
+    families: &[Family {
+        kernels: &["mg_softmax<{T}, {op}>", "mg_softmax_backward<{T}, {op}>"],
+        types: F,
+        ops: &["false", "true"],
+    }],
+};
+
+/// Every kernel source, in a fixed order.
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instances_are_unique_and_fully_substituted() {
+        let mut seen = std::collections::HashSet::new();
+        for s in SOURCES {
+            let inst = s.instances();
+            assert!(!inst.is_empty(), "{} has no instances", s.name);
+            for i in inst {
+                assert!(!i.contains('{') && !i.contains('}'), "unsubstituted placeholder in {i}");
+                assert!(seen.insert(i.clone()), "{i} listed twice");
+            }
+        }
+    }
+
+    #[test]
+    fn every_source_includes_only_listed_headers_and_defines_its_kernels() {
+        for s in SOURCES {
+            for line in s.source.lines().filter(|l| l.starts_with("#include")) {
+                let name = line.trim_start_matches("#include").trim().trim_matches('"');
+                assert!(HEADERS.iter().any(|(h, _)| *h == name), "{} includes unlisted {name}", s.name);
+            }
+            for i in s.instances() {
+                let template = i.split('<').next().unwrap();
+                assert!(s.source.contains(&format!("__global__ void {template}(")), "{template} is not defined in {}", s.path);
+            }
+        }
+    }
+
+    #[test]
+    fn instances_name_dtypes_by_c_type() {
+        let unary = SOURCES.iter().find(|s| s.name == "unary").unwrap().instances();
+        for d in DType::ALL {
+            let t = c_type(d);
+            assert!(unary.contains(&format!("mg_unary_contig<bool, {t}, mg::LogicalNot>")), "logical_not for {t}");
+        }
+        let copy = SOURCES.iter().find(|s| s.name == "copy").unwrap().instances();
+        for a in DType::ALL {
+            for b in DType::ALL {
+                assert!(copy.contains(&format!("mg_copy<{}, {}>", c_type(a), c_type(b))));
+            }
+        }
+    }
+
+    #[test]
+    fn reduce_chunk_depends_on_the_shape_only_and_splits_long_reductions() {
+        assert_eq!(reduce_chunk(4096, 1 << 20, 1), 0, "enough rows: one pass");
+        assert_eq!(reduce_chunk(1, 1 << 20, 32 * 2048), 0, "enough column tiles: one pass");
+        assert_eq!(reduce_chunk(1, 100, 1), 0, "short rows: one pass");
+        let c = reduce_chunk(1, 100_000_000, 1);
+        assert!(c >= 4096 && c % u64::from(REDUCE_THREADS) == 0);
+        let parts = 100_000_000u64.div_ceil(c);
+        assert!((512..=1024).contains(&parts), "{parts} partials");
+        // a sum over dim 0 of a (1e6, 100) tensor: 4 column tiles, split into ~256 chunks each
+        let c = reduce_chunk(1, 1_000_000, 100);
+        assert!((200..=256).contains(&1_000_000u64.div_ceil(c)), "{c}");
+    }
+}

@@ -1,0 +1,375 @@
+// Reductions over the middle axis of a contiguous input viewed as (outer, red, inner): sum,
+// prod, mean, amax/amin, argmax/argmin (with max/min's values), all/any, the vector norms, and
+// the passes of var/std (mean, then squared deviations) and logsumexp (shift, then sum of exps).
+// Accumulators follow the CPU reducers (rust/kernels/src/reducers.rs): float sums, norms and
+// deviations in double, integer and bool sums and products in wrapping int64, extremes in T.
+//
+// Determinism: every kernel must be launched with blockDim.x == MG_REDUCE_THREADS (it traps
+// otherwise). Each output's partial results are then combined in a fixed tree that depends on
+// (red, inner, chunk) only, never on the grid size or on timing, so results are bit-identical
+// run to run; `chunk` must itself be a function of the shape (docs/gpu.md gives the rule).
+//
+// Kernels (instances in cuda_kernels.rs), Op = mg::Sum<T, D>, mg::ArgMax<T>, ...:
+//   mg_reduce<Op>(Op::out_t* out, Op::in_t* values, const Op::in_t* in, long long outer,
+//                 long long red, long long inner, const double* aux, double p0, double p1)
+//       one pass: out[o * inner + j] for each (o, j)
+//   mg_reduce_part<Op>(mg::AccSlot* part, const Op::in_t* in, long long outer, long long red,
+//                      long long inner, long long chunk, const double* aux, double p0)
+//       split pass: the reduced axis in chunks of `chunk`; part is (outer, nchunk, inner) slots,
+//       nchunk = ceil(red / chunk), 16 bytes each
+//   mg_reduce_done<Op>(Op::out_t* out, Op::in_t* values, const mg::AccSlot* part, long long outer,
+//                      long long nchunk, long long inner, const double* aux, double p0, double p1)
+//       combines the chunks' partials and writes the results
+// `values` is written by ArgMax/ArgMin only (max(dim)/min(dim)'s values; may be null); `aux`
+// holds one double per output for SqDev (its mean) and LseSum (its shift), else may be null.
+// Parameters: Mean p0 = number of reduced elements; NormP p0 = p; SqDev p0 = divisor
+// max(0, N - correction), p1 != 0 takes the square root (std).
+#include "cuda_common.cuh"
+
+namespace mg {
+
+// One partial result of the split pass, whatever the op's accumulator (at most 16 bytes).
+struct alignas(16) AccSlot {
+  unsigned char bytes[16];
+};
+
+template <class T> struct ArgAcc {
+  T v;
+  long long i;
+};
+
+template <class T> struct limits;
+template <> struct limits<float> {
+  static __device__ __forceinline__ float lowest() { return -inff(); }
+  static __device__ __forceinline__ float highest() { return inff(); }
+};
+template <> struct limits<double> {
+  static __device__ __forceinline__ double lowest() { return -inf(); }
+  static __device__ __forceinline__ double highest() { return inf(); }
+};
+template <> struct limits<int> {
+  static __device__ __forceinline__ int lowest() { return traits<int>::lowest; }
+  static __device__ __forceinline__ int highest() { return traits<int>::highest; }
+};
+template <> struct limits<long long> {
+  static __device__ __forceinline__ long long lowest() { return traits<long long>::lowest; }
+  static __device__ __forceinline__ long long highest() { return traits<long long>::highest; }
+};
+template <> struct limits<bool> {
+  static __device__ __forceinline__ bool lowest() { return false; }
+  static __device__ __forceinline__ bool highest() { return true; }
+};
+
+// True when x should replace best in a max (MAX) or min: NaN wins and then stays.
+template <bool MAX, class T> __device__ __forceinline__ bool beats(T x, T best) {
+  const bool better = MAX ? (x > best) : (x < best);
+  return !is_nan(best) && (is_nan(x) || better);
+}
+
+// Widening an element of the result dtype D into its accumulator, and back.
+template <class D> __device__ __forceinline__ typename traits<D>::acc widen(D x) {
+  return (typename traits<D>::acc)x;
+}
+template <class D> __device__ __forceinline__ D narrow(typename traits<D>::acc a) {
+  if constexpr (same<D, bool>::value) {
+    return a != 0;  // a bool "sum" is true when any element is
+  } else if constexpr (traits<D>::is_int) {
+    return cast<D>(a);  // int64 -> int32 wraps
+  } else {
+    return (D)a;
+  }
+}
+template <class A> __device__ __forceinline__ A acc_add(A a, A b) {
+  if constexpr (same<A, long long>::value) return wrap_add(a, b); else return a + b;
+}
+template <class A> __device__ __forceinline__ A acc_mul(A a, A b) {
+  if constexpr (same<A, long long>::value) return wrap_mul(a, b); else return a * b;
+}
+
+// ----- the reduce ops: in_t, out_t, acc_t, init, step, merge, write -----
+// step(a, x, r, aux_o, p0): r is x's index along the reduced axis, aux_o this output's aux value.
+
+// sum and prod of T cast to the result dtype D element by element (torch's dtype=).
+template <class T, class D, bool PROD> struct SumProd {
+  typedef T in_t;
+  typedef D out_t;
+  typedef typename traits<D>::acc acc_t;
+  static __device__ __forceinline__ acc_t init() { return PROD ? (acc_t)1 : (acc_t)0; }
+  static __device__ __forceinline__ acc_t merge(acc_t a, acc_t b) { return PROD ? acc_mul(a, b) : acc_add(a, b); }
+  static __device__ __forceinline__ acc_t step(acc_t a, T x, long long, double, double) {
+    return merge(a, widen<D>(cast<D>(x)));
+  }
+  static __device__ __forceinline__ void write(D* out, T*, long long o, acc_t a, double, double, double) {
+    out[o] = narrow<D>(a);
+  }
+};
+template <class T, class D> struct Sum : SumProd<T, D, false> {};
+template <class T, class D> struct Prod : SumProd<T, D, true> {};
+
+// mean into a float dtype D: the double sum of T cast to D, divided by p0 (the element count).
+template <class T, class D> struct Mean {
+  typedef T in_t;
+  typedef D out_t;
+  typedef double acc_t;
+  static __device__ __forceinline__ double init() { return 0.0; }
+  static __device__ __forceinline__ double merge(double a, double b) { return a + b; }
+  static __device__ __forceinline__ double step(double a, T x, long long, double, double) {
+    return a + (double)cast<D>(x);
+  }
+  static __device__ __forceinline__ void write(D* out, T*, long long o, double a, double, double p0, double) {
+    out[o] = (D)(a / p0);
+  }
+};
+
+// amax / amin, NaN-propagating; also logsumexp's shift (LseShift).
+template <class T, bool MAX> struct Extreme {
+  typedef T in_t;
+  typedef T out_t;
+  typedef T acc_t;
+  static __device__ __forceinline__ T init() { return MAX ? limits<T>::lowest() : limits<T>::highest(); }
+  static __device__ __forceinline__ T merge(T a, T b) { return beats<MAX>(b, a) ? b : a; }
+  static __device__ __forceinline__ T step(T a, T x, long long, double, double) { return merge(a, x); }
+  static __device__ __forceinline__ void write(T* out, T*, long long o, T a, double, double, double) { out[o] = a; }
+};
+template <class T> struct Amax : Extreme<T, true> {};
+template <class T> struct Amin : Extreme<T, false> {};
+
+// argmax / argmin and max(dim) / min(dim): the first extreme element, or the first NaN. Partials
+// cover interleaved indices, so ties are settled by the smaller index, not by merge order.
+// An empty partial holds index LLONG_MAX and never wins a tie.
+template <class T, bool MAX> struct ArgExtreme {
+  typedef T in_t;
+  typedef long long out_t;
+  typedef ArgAcc<T> acc_t;
+  static __device__ __forceinline__ acc_t init() {
+    acc_t a;
+    a.v = MAX ? limits<T>::lowest() : limits<T>::highest();
+    a.i = traits<long long>::highest;
+    return a;
+  }
+  static __device__ __forceinline__ acc_t merge(acc_t a, acc_t b) {
+    if (beats<MAX>(b.v, a.v)) return b;
+    if (beats<MAX>(a.v, b.v)) return a;
+    return b.i < a.i ? b : a;
+  }
+  static __device__ __forceinline__ acc_t step(acc_t a, T x, long long r, double, double) {
+    acc_t b;
+    b.v = x;
+    b.i = r;
+    return merge(a, b);
+  }
+  static __device__ __forceinline__ void write(long long* out, T* values, long long o, acc_t a, double, double,
+                                               double) {
+    out[o] = a.i;
+    if (values) values[o] = a.v;
+  }
+};
+template <class T> struct ArgMax : ArgExtreme<T, true> {};
+template <class T> struct ArgMin : ArgExtreme<T, false> {};
+
+// all / any: truthiness of every element (NaN is true).
+template <class T, bool ALL> struct AllAny {
+  typedef T in_t;
+  typedef bool out_t;
+  typedef bool acc_t;
+  static __device__ __forceinline__ bool init() { return ALL; }
+  static __device__ __forceinline__ bool merge(bool a, bool b) { return ALL ? (a && b) : (a || b); }
+  static __device__ __forceinline__ bool step(bool a, T x, long long, double, double) { return merge(a, cast<bool>(x)); }
+  static __device__ __forceinline__ void write(bool* out, T*, long long o, bool a, double, double, double) { out[o] = a; }
+};
+template <class T> struct All : AllAny<T, true> {};
+template <class T> struct Any : AllAny<T, false> {};
+
+// Vector norms of float T into float D, accumulated in double (linalg.vector_norm's orders).
+enum NormKind { kNorm2, kNorm1, kNormInf, kNormNegInf, kNorm0, kNormP };
+template <class T, class D, int K> struct Norm {
+  typedef T in_t;
+  typedef D out_t;
+  typedef double acc_t;
+  static __device__ __forceinline__ double init() { return K == kNormNegInf ? inf() : 0.0; }
+  static __device__ __forceinline__ double merge(double a, double b) {
+    if (K == kNormInf) return beats<true>(b, a) ? b : a;
+    if (K == kNormNegInf) return beats<false>(b, a) ? b : a;
+    return a + b;
+  }
+  static __device__ __forceinline__ double step(double acc, T x, long long, double, double p) {
+    const double a = fabs((double)x);
+    switch (K) {
+      case kNorm2: return acc + a * a;
+      case kNorm1: return acc + a;
+      case kNorm0: return acc + (a != 0.0 ? 1.0 : 0.0);
+      case kNormP: return acc + pow(a, p);
+      default: return merge(acc, a);
+    }
+  }
+  static __device__ __forceinline__ void write(D* out, T*, long long o, double a, double, double p, double) {
+    out[o] = (D)(K == kNorm2 ? sqrt(a) : K == kNormP ? pow(a, 1.0 / p) : a);
+  }
+};
+template <class T, class D> struct Norm2 : Norm<T, D, kNorm2> {};
+template <class T, class D> struct Norm1 : Norm<T, D, kNorm1> {};
+template <class T, class D> struct NormInf : Norm<T, D, kNormInf> {};
+template <class T, class D> struct NormNegInf : Norm<T, D, kNormNegInf> {};
+template <class T, class D> struct Norm0 : Norm<T, D, kNorm0> {};
+template <class T, class D> struct NormP : Norm<T, D, kNormP> {};
+
+// var/std's second pass: squared deviations from aux (the output's mean, from Mean<T, double>),
+// divided by p0 = max(0, N - correction); p1 != 0 takes the square root.
+template <class T> struct SqDev {
+  typedef T in_t;
+  typedef T out_t;
+  typedef double acc_t;
+  static __device__ __forceinline__ double init() { return 0.0; }
+  static __device__ __forceinline__ double merge(double a, double b) { return a + b; }
+  static __device__ __forceinline__ double step(double a, T x, long long, double mean, double) {
+    const double d = (double)x - mean;
+    return a + d * d;
+  }
+  static __device__ __forceinline__ void write(T* out, T*, long long o, double a, double, double p0, double p1) {
+    const double v = a / p0;
+    out[o] = (T)(p1 != 0.0 ? sqrt(v) : v);
+  }
+};
+
+// logsumexp's passes: the shift is each output's max as a double, 0 where it is infinite (torch
+// masks those); then log(sum(exp(x - shift))) + shift.
+template <class T> struct LseShift : Extreme<T, true> {
+  typedef double out_t;
+  static __device__ __forceinline__ void write(double* out, T*, long long o, T a, double, double, double) {
+    const double m = (double)a;
+    out[o] = (m == inf() || m == -inf()) ? 0.0 : m;
+  }
+};
+template <class T> struct LseSum {
+  typedef T in_t;
+  typedef T out_t;
+  typedef double acc_t;
+  static __device__ __forceinline__ double init() { return 0.0; }
+  static __device__ __forceinline__ double merge(double a, double b) { return a + b; }
+  static __device__ __forceinline__ double step(double a, T x, long long, double shift, double) {
+    return a + exp((double)x - shift);
+  }
+  static __device__ __forceinline__ void write(T* out, T*, long long o, double a, double shift, double, double) {
+    out[o] = (T)(log(a) + shift);
+  }
+};
+
+// An argmax partial crosses lanes member by member (found by ADL from warp_reduce).
+template <class T> __device__ __forceinline__ ArgAcc<T> shfl_down(ArgAcc<T> a, int d) {
+  ArgAcc<T> r;
+  r.v = shfl_down(a.v, d);
+  r.i = shfl_down(a.i, d);
+  return r;
+}
+
+// Folds the elements at reduced indices r, r + step, ... < hi (element index idx, idx + idx_step,
+// ...) into a, in that order, with four loads in flight (the same result as one at a time).
+template <class A, class Fetch, class Fold>
+__device__ __forceinline__ A fold_range(A a, long long r, long long hi, long long step, long long idx,
+                                        long long idx_step, double aux_o, Fetch fetch, Fold fold) {
+  for (; r + 3 * step < hi; r += 4 * step, idx += 4 * idx_step) {
+    const auto v0 = fetch(idx), v1 = fetch(idx + idx_step), v2 = fetch(idx + 2 * idx_step), v3 = fetch(idx + 3 * idx_step);
+    a = fold(a, v0, r, aux_o);
+    a = fold(a, v1, r + step, aux_o);
+    a = fold(a, v2, r + 2 * step, aux_o);
+    a = fold(a, v3, r + 3 * step, aux_o);
+  }
+  for (; r < hi; r += step, idx += idx_step) a = fold(a, fetch(idx), r, aux_o);
+  return a;
+}
+
+// The loop every reduce kernel runs. Work items are (outer index, chunk, column tile); a block
+// takes them in a grid-stride loop, so every block sees the same sequence of barriers.
+//  - inner == 1 (rows): the block's 256 threads stride along the chunk, then block_reduce.
+//  - inner > 1 (columns): 32 adjacent columns x 8 row lanes, so a warp reads 32 consecutive
+//    elements; the 8 lanes of a column are combined in order through shared memory.
+// fetch(idx) reads element idx; fold(a, v, r, aux_o) folds it in (r: its reduced index); emit(o, c,
+// a) gets output o's result for chunk c.
+template <class Op, class A, class Fetch, class Fold, class Emit>
+__device__ __forceinline__ void reduce_loop(long long outer, long long red, long long inner, long long chunk,
+                                            const double* aux, Fetch fetch, Fold fold, Emit emit) {
+  if (blockDim.x != MG_REDUCE_THREADS) __trap();
+  const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
+  const long long span = nchunk == 1 ? red : chunk;
+  const int tid = threadIdx.x;
+  if (inner == 1) {
+    const long long items = outer * nchunk;
+    for (long long w = blockIdx.x; w < items; w += gridDim.x) {
+      const long long o = w / nchunk, c = w - o * nchunk;
+      const long long lo = c * span, hi = lo + span < red ? lo + span : red;
+      const double aux_o = aux ? aux[o] : 0.0;
+      A a = Op::init();
+      a = fold_range(a, lo + tid, hi, MG_REDUCE_THREADS, o * red + lo + tid, MG_REDUCE_THREADS, aux_o, fetch, fold);
+      a = block_reduce<Op>(a);
+      if (tid == 0) emit(o, c, a);
+    }
+    return;
+  }
+  __shared__ A cols[MG_REDUCE_THREADS / 32][32];
+  const int tx = tid & 31, ty = tid >> 5;
+  const long long tiles = (inner + 31) / 32;
+  const long long items = outer * nchunk * tiles;
+  for (long long w = blockIdx.x; w < items; w += gridDim.x) {
+    const long long tile = w % tiles, oc = w / tiles;
+    const long long o = oc / nchunk, c = oc - o * nchunk;
+    const long long j = tile * 32 + tx;
+    const long long lo = c * span, hi = lo + span < red ? lo + span : red;
+    A a = Op::init();
+    if (j < inner) {
+      const double aux_o = aux ? aux[o * inner + j] : 0.0;
+      const int step = MG_REDUCE_THREADS / 32;
+      a = fold_range(a, lo + ty, hi, step, (o * red + lo + ty) * inner + j, step * inner, aux_o, fetch, fold);
+    }
+    cols[ty][tx] = a;
+    __syncthreads();
+    if (ty == 0 && j < inner) {
+#pragma unroll
+      for (int k = 1; k < MG_REDUCE_THREADS / 32; ++k) a = Op::merge(a, cols[k][tx]);
+      emit(o * inner + j, c, a);
+    }
+    __syncthreads();
+  }
+}
+
+template <class A> __device__ __forceinline__ void store_slot(AccSlot* p, A a) {
+  static_assert(sizeof(A) <= sizeof(AccSlot), "an accumulator fits a 16-byte slot");
+  *reinterpret_cast<A*>(p) = a;
+}
+template <class A> __device__ __forceinline__ A load_slot(const AccSlot* p) { return *reinterpret_cast<const A*>(p); }
+
+}  // namespace mg
+
+template <class Op>
+__global__ void mg_reduce(typename Op::out_t* out, typename Op::in_t* values, const typename Op::in_t* in,
+                          long long outer, long long red, long long inner, const double* aux, double p0, double p1) {
+  typedef typename Op::acc_t A;
+  mg::reduce_loop<Op, A>(
+      outer, red, inner, 0, aux, [&](long long idx) { return in[idx]; },
+      [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
+      [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
+}
+
+template <class Op>
+__global__ void mg_reduce_part(mg::AccSlot* part, const typename Op::in_t* in, long long outer, long long red,
+                               long long inner, long long chunk, const double* aux, double p0) {
+  typedef typename Op::acc_t A;
+  const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
+  mg::reduce_loop<Op, A>(
+      outer, red, inner, chunk, aux, [&](long long idx) { return in[idx]; },
+      [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
+      [&](long long o, long long c, A a) {
+        const long long oo = o / inner, j = o - oo * inner;
+        mg::store_slot(part + (oo * nchunk + c) * inner + j, a);
+      });
+}
+
+template <class Op>
+__global__ void mg_reduce_done(typename Op::out_t* out, typename Op::in_t* values, const mg::AccSlot* part,
+                               long long outer, long long nchunk, long long inner, const double* aux, double p0,
+                               double p1) {
+  typedef typename Op::acc_t A;
+  mg::reduce_loop<Op, A>(
+      outer, nchunk, inner, 0, nullptr, [&](long long idx) { return mg::load_slot<A>(part + idx); },
+      [&](A a, A b, long long, double) { return Op::merge(a, b); },
+      [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
+}

@@ -1,0 +1,1 @@
+"""Host build of the CUDA kernels for tests: the g++ shim, the ctypes launcher, shared checks."""
