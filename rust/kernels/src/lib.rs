@@ -14,7 +14,9 @@ pub mod parallel;
 pub mod pool;
 pub mod reduce;
 pub mod reducers;
+pub mod simd;
 pub mod softmax;
+pub mod unary;
 
 // The base layer's modules and macros under the paths the kernels use (`crate::element`, ...).
 use minigrad_base::{alloc, element, error, layout};

@@ -6,6 +6,17 @@ pub const PAR_MIN_ELEMS: usize = 1 << 17;
 /// combine the same partial sums in the same order on every machine: results are deterministic.
 pub const GRAIN: usize = 1 << 15;
 
+/// Smallest chunk an elementwise op is split into, however costly its elements.
+const MIN_GRAIN: usize = 2048;
+
+/// (threshold, chunk) for an elementwise op whose element costs `cost` times a copy's work:
+/// costlier elements go parallel at proportionally smaller sizes, in smaller chunks.
+/// Elementwise results do not depend on the split (each element is computed alone).
+pub fn elementwise_split(cost: usize) -> (usize, usize) {
+    let cost = cost.max(1);
+    ((PAR_MIN_ELEMS / cost).max(MIN_GRAIN), (GRAIN / cost).max(MIN_GRAIN))
+}
+
 /// A raw pointer that may cross into rayon tasks.
 #[derive(Clone, Copy)]
 pub struct SendPtr<T>(pub *mut T);
@@ -24,14 +35,19 @@ impl<T> SendPtr<T> {
 
 /// Runs `f(start, end)` over `[0, n)` in fixed-size chunks, in parallel when `n` is large.
 pub fn for_chunks(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    for_chunks_of(n, min_par, GRAIN, f)
+}
+
+/// `for_chunks` with chunks of `grain` elements.
+pub fn for_chunks_of(n: usize, min_par: usize, grain: usize, f: impl Fn(usize, usize) + Sync + Send) {
     use rayon::prelude::*;
     if n < min_par || rayon::current_num_threads() <= 1 {
         f(0, n);
         return;
     }
-    let chunks = n.div_ceil(GRAIN);
+    let chunks = n.div_ceil(grain);
     (0..chunks).into_par_iter().for_each(|c| {
-        let start = c * GRAIN;
-        f(start, (start + GRAIN).min(n));
+        let start = c * grain;
+        f(start, (start + grain).min(n));
     });
 }
