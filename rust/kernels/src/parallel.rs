@@ -1,6 +1,10 @@
 //! When to go parallel, and the pointer wrapper that lets kernels hand memory to rayon.
 
-/// Element count above which elementwise kernels split work over rayon's pool.
+/// Element count above which elementwise kernels split work over rayon's pool: where two
+/// threads start to win for a copy-like op. Measured on this 2-core AVX-512 machine: one rayon
+/// fork-join costs t_p = 4.6 us, relu_ t_e = 0.087 ns per element in cache, so halving the
+/// work pays from n = 2 t_p / t_e = 105k elements; 2^17 leaves a margin (near break-even the
+/// gain is nil and the fork-join cost grows with load).
 pub const PAR_MIN_ELEMS: usize = 1 << 17;
 /// Elements per parallel task; fixed (not derived from the thread count) so that reductions
 /// combine the same partial sums in the same order on every machine: results are deterministic.

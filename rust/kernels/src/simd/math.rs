@@ -47,10 +47,19 @@ pub fn exp<S: Simd>(x: F32s<S>) -> F32s<S> {
 /// themselves sums carried exactly, like -a^2/2 in gelu.
 #[inline(always)]
 pub fn exp_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
-    // Clamp with selects, not min/max, so NaN passes through; outside [-104, 89] the result
-    // is 0 or inf anyway, and the clamp keeps n in the range the exponent tricks handle.
-    let x = F32s::select(x.gt_c(89.0), x.k(89.0), x);
-    let x = F32s::select(x.lt_c(-104.0), x.k(-104.0), x);
+    // Fast path, when every lane's result is a normal number: 2^n goes straight into the
+    // exponent field. Otherwise (subnormal, overflow, NaN, infinities) the careful path.
+    if x.abs().lt_c(87.0).all() {
+        let (n, er) = reduce_and_expand(x, x_lo);
+        // bits(n + MAGIC) hold n in the low bits: shifted by 23 they add n to the exponent.
+        return er.bits().add_bits((n + ROUND_MAGIC).bits().shl(23)).to_f32s();
+    }
+    exp_careful(x, x_lo)
+}
+
+/// n and e^r with x + x_lo = n ln2 + r (+ r_lo): the exponent and the mantissa of e^x.
+#[inline(always)]
+fn reduce_and_expand<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> (F32s<S>, F32s<S>) {
     // x = n ln2 + r + r_lo with |r| <= ln2 / 2: the first step is exact, the second rounds,
     // and r_lo is what it rounded away (Cody and Waite, the error recovered by FMA).
     let n = x.mul_add_c(LOG2_E, ROUND_MAGIC) - ROUND_MAGIC;
@@ -65,9 +74,19 @@ pub fn exp_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     let q = r_lo.mul_add(r + pr2, r_lo) + pr2;
     let s = r + 1.0;
     let s_lo = (x.k(1.0) - s) + r;
-    let er = s + (s_lo + q);
-    // Scale by 2^n in two halves so that n down to -150 (subnormal results) and up to 128
-    // (overflow to inf) stay exact until the last multiply, which rounds once.
+    (n, s + (s_lo + q))
+}
+
+/// The general path of `exp_hl`: clamped so the exponent tricks stay in range, and 2^n
+/// applied in two halves so that n down to -150 (subnormal results) and up to 128 (overflow
+/// to inf) stay exact until the last multiply, which rounds once.
+#[inline(always)]
+fn exp_careful<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
+    // Clamp with selects, not min/max, so NaN passes through; outside [-104, 89] the result
+    // is 0 or inf anyway.
+    let x = F32s::select(x.gt_c(89.0), x.k(89.0), x);
+    let x = F32s::select(x.lt_c(-104.0), x.k(-104.0), x);
+    let (n, er) = reduce_and_expand(x, x_lo);
     let n1 = (n * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
     let n2 = n - n1;
     er * pow2i(n1) * pow2i(n2)
@@ -145,14 +164,16 @@ pub fn sigmoid_pair<S: Simd>(x: F32s<S>) -> (F32s<S>, F32s<S>) {
 }
 
 /// num / (1 + t) for 0 <= t <= 1, correctly rounded but for ~0.1 ulp: 1 + t is kept as an
-/// exact sum d + d_lo, and the quotient gets one Newton correction from its exact residual.
+/// exact sum d + d_lo, and the quotient num / d gets one Newton correction from its exact
+/// residual (one division, for the reciprocal).
 #[inline(always)]
 pub fn quotient_1p<S: Simd>(num: F32s<S>, t: F32s<S>) -> F32s<S> {
     let d = t + 1.0;
     let d_lo = (t.k(1.0) - d) + t;
-    let q = num / d;
+    let rd = t.k(1.0) / d;
+    let q = num * rd;
     let residual = (-q).mul_add(d, num) - q * d_lo;
-    q + residual / d
+    residual.mul_add(rd, q)
 }
 
 /// sigmoid(x) (see `sigmoid_pair`).
@@ -166,4 +187,24 @@ pub fn sigmoid<S: Simd>(x: F32s<S>) -> F32s<S> {
 #[inline(always)]
 pub fn silu<S: Simd>(x: F32s<S>) -> F32s<S> {
     x * sigmoid(x)
+}
+
+/// e^(x - shift) for one shift (a softmax row's max): a lane function.
+#[derive(Clone, Copy)]
+pub struct ExpShift(pub f32);
+impl super::LaneFn1 for ExpShift {
+    #[inline(always)]
+    fn apply<S: Simd>(self, x: F32s<S>) -> F32s<S> {
+        exp(x - self.0)
+    }
+}
+
+/// e^(x - m) lane by lane (softmax over an outer dim: one max per column).
+#[derive(Clone, Copy)]
+pub struct ExpDiff;
+impl super::LaneFn2 for ExpDiff {
+    #[inline(always)]
+    fn apply<S: Simd>(self, x: F32s<S>, m: F32s<S>) -> F32s<S> {
+        exp(x - m)
+    }
 }

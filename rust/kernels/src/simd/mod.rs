@@ -45,10 +45,33 @@ pub fn level() -> &'static str {
 }
 
 /// Runs `f` compiled for the detected instruction set: a loop inside it (inlined) is
-/// auto-vectorised with the widest registers, not the x86-64 baseline's SSE2.
+/// auto-vectorised with the widest registers, not the x86-64 baseline's SSE2. Only what LLVM
+/// inlines into `f` gets them: keep `f` a small closure with one call site, or use [`exec`].
 #[inline(always)]
 pub fn run<R>(f: impl FnOnce() -> R) -> R {
     arch().dispatch(f)
+}
+
+/// A loop body for [`exec`]; implementations mark `call` `#[inline(always)]`, which is what
+/// guarantees the body is compiled into the instruction set's entry point (a closure that
+/// LLVM declines to inline would run with baseline SSE2).
+pub trait Body {
+    type Output;
+    fn call(self) -> Self::Output;
+}
+
+/// Runs `body` under the detected instruction set.
+#[inline]
+pub fn exec<B: Body>(body: B) -> B::Output {
+    struct Exec<B>(B);
+    impl<B: Body> pulp::WithSimd for Exec<B> {
+        type Output = B::Output;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, _: S) -> B::Output {
+            self.0.call()
+        }
+    }
+    arch().dispatch(Exec(body))
 }
 
 /// A vector of f32 lanes for instruction set `S`, with arithmetic operators.
@@ -139,6 +162,11 @@ impl<S: Simd> F32s<S> {
 }
 
 impl<S: Simd> Mask<S> {
+    /// True when every lane is set (one test per vector: for a rare slow path).
+    #[inline(always)]
+    pub fn all(self) -> bool {
+        self.s.first_true_m32s(self.s.not_m32s(self.m)) == S::F32_LANES
+    }
     #[inline(always)]
     pub fn or(self, o: Self) -> Self {
         Mask { s: self.s, m: self.s.or_m32s(self.m, o.m) }
@@ -161,6 +189,11 @@ impl<S: Simd> U32s<S> {
     #[inline(always)]
     pub fn or_bits(self, o: Self) -> Self {
         U32s { s: self.s, v: self.s.or_u32s(self.v, o.v) }
+    }
+    /// Wrapping lane-wise add.
+    #[inline(always)]
+    pub fn add_bits(self, o: Self) -> Self {
+        U32s { s: self.s, v: self.s.add_u32s(self.v, o.v) }
     }
     /// Wrapping add of a constant.
     #[inline(always)]
