@@ -24,13 +24,13 @@ fn elementwise(c: &mut Criterion) {
             bch.iter(|| black_box(binary_raw(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(b.clone()), None).unwrap()))
         });
         g.bench_with_input(BenchmarkId::new("add_inplace", n), &n, |bch, _| {
-            let x = copy::clone_raw(&a);
+            let x = copy::clone_raw(&a).unwrap();
             bch.iter(|| binary_inplace_raw(BinaryOp::Add, &x, &Arg::Tensor(b.clone()), None).unwrap())
         });
         g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
         g.bench_with_input(BenchmarkId::new("relu", n), &n, |bch, _| bch.iter(|| black_box(unary_raw(UnaryOp::Relu, &a).unwrap())));
         g.bench_with_input(BenchmarkId::new("relu_inplace", n), &n, |bch, _| {
-            let x = copy::clone_raw(&a);
+            let x = copy::clone_raw(&a).unwrap();
             bch.iter(|| unary_inplace_raw(UnaryOp::Relu, &x).unwrap())
         });
     }
