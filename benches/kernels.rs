@@ -24,13 +24,13 @@ fn elementwise(c: &mut Criterion) {
             bch.iter(|| black_box(binary_raw(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(b.clone()), None).unwrap()))
         });
         g.bench_with_input(BenchmarkId::new("add_inplace", n), &n, |bch, _| {
-            let x = copy::clone_raw(&a);
+            let x = copy::clone_raw(&a).unwrap();
             bch.iter(|| binary_inplace_raw(BinaryOp::Add, &x, &Arg::Tensor(b.clone()), None).unwrap())
         });
         g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
         g.bench_with_input(BenchmarkId::new("relu", n), &n, |bch, _| bch.iter(|| black_box(unary_raw(UnaryOp::Relu, &a).unwrap())));
         g.bench_with_input(BenchmarkId::new("relu_inplace", n), &n, |bch, _| {
-            let x = copy::clone_raw(&a);
+            let x = copy::clone_raw(&a).unwrap();
             bch.iter(|| unary_inplace_raw(UnaryOp::Relu, &x).unwrap())
         });
     }
@@ -54,11 +54,61 @@ fn strided(c: &mut Criterion) {
     g.finish();
 }
 
+/// The vectorised transcendentals (float32) and their fused backward formulas.
+fn transcendentals(c: &mut Criterion) {
+    let mut g = c.benchmark_group("math_f32");
+    for &n in &[10_000usize, 1_000_000] {
+        let a = randn(n);
+        let grad = randn(n);
+        g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
+        for op in [UnaryOp::Exp, UnaryOp::Log, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh] {
+            let x = if op == UnaryOp::Log { unary_raw(UnaryOp::Abs, &a).unwrap() } else { a.clone() };
+            g.bench_with_input(BenchmarkId::new(op.def().name.to_string() + if op == UnaryOp::GeluTanh { "_tanh" } else { "" }, n), &n, |b, _| {
+                b.iter(|| black_box(unary_raw(op, &x).unwrap()))
+            });
+        }
+        g.throughput(Throughput::Bytes((3 * 4 * n) as u64));
+        for op in [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu] {
+            let saved = if op.saves() == Some(minigrad_core::ops::unary::Saves::Result) { unary_raw(op, &a).unwrap() } else { a.clone() };
+            g.bench_with_input(BenchmarkId::new(format!("{}_backward", op.def().name), n), &n, |b, _| {
+                b.iter(|| black_box(op.backward(&grad, Some(&saved)).unwrap()))
+            });
+        }
+    }
+    g.finish();
+}
+
+/// Reductions over the last and the outer dim of a (n / 1000, 1000) float32 matrix, and softmax.
+fn reductions(c: &mut Criterion) {
+    use minigrad_core::ops::reduce;
+    let mut g = c.benchmark_group("reduce_f32");
+    for &n in &[100_000usize, 10_000_000] {
+        let x = views::reshape_raw(&randn(n), &[(n / 1000) as i64, 1000]).unwrap();
+        g.throughput(Throughput::Bytes((4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("sum", n), &n, |b, _| b.iter(|| black_box(reduce::sum_raw(&x, None, false, None).unwrap())));
+        g.bench_with_input(BenchmarkId::new("sum_dim0", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::sum_raw(&x, Some(&[0]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("amax_dim-1", n), &n, |b, _| b.iter(|| black_box(reduce::amax_raw(&x, &[-1], false, true).unwrap())));
+        g.bench_with_input(BenchmarkId::new("argmax_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::argmax(&x, Some(-1), false, true).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("logsumexp_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::logsumexp_raw(&x, &[-1], false).unwrap()))
+        });
+        g.throughput(Throughput::Bytes((2 * 4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("softmax_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::softmax_raw(&x, -1, None, false).unwrap()))
+        });
+    }
+    g.finish();
+}
+
 fn allocation(c: &mut Criterion) {
     let mut g = c.benchmark_group("allocator");
     g.bench_function("empty_40MB_reused", |b| b.iter(|| black_box(Tensor::empty(&[10_000_000], DType::Float32))));
     g.finish();
 }
 
-criterion_group!(benches, elementwise, strided, allocation);
+criterion_group!(benches, elementwise, strided, transcendentals, reductions, allocation);
 criterion_main!(benches);

@@ -12,8 +12,101 @@
 
 use super::iter::Plan;
 use super::parallel::SendPtr;
+use super::simd::{self, Body};
 use super::Arg;
 use crate::element::Element;
+
+/// Contiguous runs at least this long run their slice loop under `simd::exec`, so LLVM
+/// vectorises it for the machine's widest registers (AVX-512 here) rather than SSE2.
+const WIDE_RUN: usize = 64;
+
+/// `dst[i] = f(src[i])` over slices, as a `simd::exec` body.
+struct Map<'a, S, D, F> {
+    dst: &'a mut [D],
+    src: &'a [S],
+    f: &'a F,
+}
+impl<S: Copy, D, F: Fn(S) -> D> Body for Map<'_, S, D, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        for (o, &x) in self.dst.iter_mut().zip(self.src) {
+            *o = (self.f)(x);
+        }
+    }
+}
+
+/// `xs[i] = f(xs[i])`.
+struct MapInPlace<'a, T, F> {
+    xs: &'a mut [T],
+    f: &'a F,
+}
+impl<T: Copy, F: Fn(T) -> T> Body for MapInPlace<'_, T, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        for x in self.xs.iter_mut() {
+            *x = (self.f)(*x);
+        }
+    }
+}
+
+/// `dst[i] = f(a[i], b[i])`, or `f(a[i], b[0])` when `b` has one element (a broadcast scalar).
+struct Zip<'a, A, B, D, F> {
+    dst: &'a mut [D],
+    a: &'a [A],
+    b: &'a [B],
+    f: &'a F,
+}
+impl<A: Copy, B: Copy, D, F: Fn(A, B) -> D> Body for Zip<'_, A, B, D, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        if self.b.len() == 1 && self.dst.len() != 1 {
+            let y = self.b[0];
+            for (o, &x) in self.dst.iter_mut().zip(self.a) {
+                *o = (self.f)(x, y);
+            }
+        } else {
+            for ((o, &x), &y) in self.dst.iter_mut().zip(self.a).zip(self.b) {
+                *o = (self.f)(x, y);
+            }
+        }
+    }
+}
+
+/// `dst[i] = f(dst[i], b[i])`, or `f(dst[i], b[0])` for a one-element `b`.
+struct ZipInPlace<'a, T, B, F> {
+    dst: &'a mut [T],
+    b: &'a [B],
+    f: &'a F,
+}
+impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipInPlace<'_, T, B, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        if self.b.len() == 1 && self.dst.len() != 1 {
+            let y = self.b[0];
+            for x in self.dst.iter_mut() {
+                *x = (self.f)(*x, y);
+            }
+        } else {
+            for (x, &y) in self.dst.iter_mut().zip(self.b) {
+                *x = (self.f)(*x, y);
+            }
+        }
+    }
+}
+
+/// Runs `body` under `simd::exec` when the run is long enough to gain from it.
+#[inline(always)]
+fn wide<B: Body<Output = ()>>(len: usize, body: B) {
+    if len >= WIDE_RUN {
+        simd::exec(body)
+    } else {
+        body.call()
+    }
+}
 
 pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg<S>, f: impl Fn(S) -> D + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, src.strides], [dst.offset, src.offset]);
@@ -23,9 +116,7 @@ pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg
         if st == [1, 1] {
             // SAFETY: contiguous runs inside their storages; dst does not overlap src (contract).
             let (dv, sv) = (std::slice::from_raw_parts_mut(d, len), std::slice::from_raw_parts(s, len));
-            for (o, &x) in dv.iter_mut().zip(sv) {
-                *o = f(x);
-            }
+            wide(len, Map { dst: dv, src: sv, f: &f });
         } else {
             for i in 0..len as isize {
                 *d.offset(i * st[0]) = f(*s.offset(i * st[1]));
@@ -41,9 +132,7 @@ pub unsafe fn map_inplace<T: Element>(shape: &[usize], dst: Arg<T>, f: impl Fn(T
         let d = d.get().offset(o[0]);
         if st[0] == 1 {
             // SAFETY: a contiguous run of dst that only this task touches.
-            for x in std::slice::from_raw_parts_mut(d, len) {
-                *x = f(*x);
-            }
+            wide(len, MapInPlace { xs: std::slice::from_raw_parts_mut(d, len), f: &f });
         } else {
             for i in 0..len as isize {
                 let p = d.offset(i * st[0]);
@@ -70,16 +159,12 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
             // SAFETY: contiguous runs; dst overlaps neither input (contract).
             let dv = std::slice::from_raw_parts_mut(d, len);
             let (av, bv) = (std::slice::from_raw_parts(a, len), std::slice::from_raw_parts(b, len));
-            for ((o, &x), &y) in dv.iter_mut().zip(av).zip(bv) {
-                *o = f(x, y);
-            }
+            wide(len, Zip { dst: dv, a: av, b: bv, f: &f });
         } else if st == [1, 1, 0] {
             // A scalar or broadcast row on the right: the commonest broadcast, kept vectorisable.
-            let y = *b;
             let dv = std::slice::from_raw_parts_mut(d, len);
-            for (o, &x) in dv.iter_mut().zip(std::slice::from_raw_parts(a, len)) {
-                *o = f(x, y);
-            }
+            let (av, bv) = (std::slice::from_raw_parts(a, len), std::slice::from_raw_parts(b, 1));
+            wide(len, Zip { dst: dv, a: av, b: bv, f: &f });
         } else {
             for i in 0..len as isize {
                 *d.offset(i * st[0]) = f(*a.offset(i * st[1]), *b.offset(i * st[2]));
@@ -98,14 +183,10 @@ pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, 
         if st == [1, 1] {
             // SAFETY: contiguous, disjoint runs (contract).
             let dv = std::slice::from_raw_parts_mut(d, len);
-            for (x, &y) in dv.iter_mut().zip(std::slice::from_raw_parts(b, len)) {
-                *x = f(*x, y);
-            }
+            wide(len, ZipInPlace { dst: dv, b: std::slice::from_raw_parts(b, len), f: &f });
         } else if st == [1, 0] {
-            let y = *b;
-            for x in std::slice::from_raw_parts_mut(d, len) {
-                *x = f(*x, y);
-            }
+            let dv = std::slice::from_raw_parts_mut(d, len);
+            wide(len, ZipInPlace { dst: dv, b: std::slice::from_raw_parts(b, 1), f: &f });
         } else {
             for i in 0..len as isize {
                 let p = d.offset(i * st[0]);

@@ -15,8 +15,10 @@ pub mod pool;
 pub mod reduce;
 pub mod reducers;
 pub mod scan;
+pub mod simd;
 pub mod softmax;
 pub mod sort;
+pub mod unary;
 
 // The base layer's modules and macros under the paths the kernels use (`crate::element`, ...).
 use minigrad_base::{alloc, element, error, layout};

@@ -12,9 +12,13 @@
 //! Determinism (DESIGN invariant 7): how a reduction is split into partial results depends on
 //! the shape only — fixed-size chunks of the reduced index (`GRAIN`), combined in index order —
 //! never on the number of threads. Parallelism only decides who computes each partial, so
-//! results are bit-identical run to run and on any machine.
+//! results are bit-identical run to run and on any machine. The two hot loops (a reducer's
+//! fold of a contiguous run, and a block of outputs accumulating rows) run through
+//! `simd::exec`, so the reducers' fixed-lane loops are vectorised with the machine's widest
+//! registers; the lanes (and so the order of additions) are fixed by the code, not the width.
 
 use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use super::simd;
 use super::Arg;
 use crate::element::Element;
 use rayon::prelude::*;
@@ -37,7 +41,7 @@ pub trait Reducer: Copy + Send + Sync {
     /// written once, by one thread.
     unsafe fn write(&self, o: usize, acc: Self::Acc);
     /// Folds a contiguous run starting at reduced index `i0` (reducers override it to vectorise).
-    #[inline]
+    #[inline(always)]
     fn fold_slice(&self, mut acc: Self::Acc, xs: &[Self::In], i0: usize) -> Self::Acc {
         for (k, &x) in xs.iter().enumerate() {
             acc = self.step(acc, x, i0 + k);
@@ -160,6 +164,7 @@ impl<'a> Walker<'a> {
 
 /// Calls `f(offset, len, stride, pos)` for the runs covering reduced indices `[s, e)`, where
 /// `pos` is the reduced index of the run's first element and offsets include `base`.
+#[inline(always)]
 fn red_runs(red: &[(usize, isize)], base: isize, s: usize, e: usize, mut f: impl FnMut(isize, usize, isize, usize)) {
     if s >= e {
         return;
@@ -208,6 +213,62 @@ fn red_runs(red: &[(usize, isize)], base: isize, s: usize, e: usize, mut f: impl
     }
 }
 
+/// Contiguous runs at least this long are folded under `simd::exec` (shorter ones do not pay
+/// for the dispatch).
+const WIDE_RUN: usize = 64;
+
+/// `r.fold_slice` as a `simd::exec` body.
+struct FoldSlice<'a, R: Reducer> {
+    r: &'a R,
+    acc: R::Acc,
+    xs: &'a [R::In],
+    i0: usize,
+}
+impl<R: Reducer> simd::Body for FoldSlice<'_, R> {
+    type Output = R::Acc;
+    #[inline(always)]
+    fn call(self) -> R::Acc {
+        self.r.fold_slice(self.acc, self.xs, self.i0)
+    }
+}
+
+/// `len` input rows (`stride` apart from element offset `run`) folded into a block of
+/// accumulators, one per consecutive output along the kept dim (`kstride` apart in the input).
+struct Rows<'a, R: Reducer> {
+    r: &'a R,
+    accs: &'a mut [R::Acc],
+    base: SendPtr<R::In>,
+    run: isize,
+    len: usize,
+    stride: isize,
+    pos: usize,
+    kstride: isize,
+}
+impl<R: Reducer> simd::Body for Rows<'_, R> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let Rows { r, accs, base, run, len, stride, pos, kstride } = self;
+        for t in 0..len {
+            // SAFETY: row run + t * stride lies inside the input (the constructor's contract).
+            let row = unsafe { base.get().offset(run + t as isize * stride) } as *const R::In;
+            let i = pos + t;
+            if kstride == 1 {
+                // SAFETY: the block's outputs are consecutive input elements of this row.
+                let xs = unsafe { std::slice::from_raw_parts(row, accs.len()) };
+                for (a, &x) in accs.iter_mut().zip(xs) {
+                    *a = r.step(*a, x, i);
+                }
+            } else {
+                for (jj, a) in accs.iter_mut().enumerate() {
+                    // SAFETY: output jj of the block is an input element of this row.
+                    *a = r.step(*a, unsafe { *row.offset(jj as isize * kstride) }, i);
+                }
+            }
+        }
+    }
+}
+
 /// Outputs per parallel task of the outer shape, and rows of the reduced range per task when
 /// the outputs alone give too little parallel work.
 const BLOCK: usize = 1024;
@@ -244,14 +305,15 @@ pub unsafe fn reduce<R: Reducer>(r: R, shape: &[usize], src: Arg<R::In>, reduce:
 }
 
 /// Folds reduced indices `[s, e)` of the output whose reduced block starts at `off`.
-#[inline]
+#[inline(always)]
 unsafe fn fold_range<R: Reducer>(r: &R, g: &Geometry, base: SendPtr<R::In>, off: isize, o: usize, s: usize, e: usize) -> R::Acc {
     let mut acc = r.init(o);
     red_runs(&g.red, off, s, e, |run, len, stride, pos| {
         let p = base.get().offset(run) as *const R::In;
         if stride == 1 {
             // SAFETY: a run of `len` consecutive elements inside the input (caller's contract).
-            acc = r.fold_slice(acc, std::slice::from_raw_parts(p, len), pos);
+            let xs = std::slice::from_raw_parts(p, len);
+            acc = if len >= WIDE_RUN { simd::exec(FoldSlice { r, acc, xs, i0: pos }) } else { r.fold_slice(acc, xs, pos) };
         } else {
             for k in 0..len {
                 // SAFETY: the k-th element of a run inside the input (caller's contract).
@@ -347,22 +409,9 @@ unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<R::In>, k: 
         let j1 = (j0 + jb).min(m);
         let mut accs: Vec<R::Acc> = (j0..j1).map(|j| r.init(ooff + j * kd.ostride)).collect();
         red_runs(&g.red, ioff + j0 as isize * kd.stride, s, e, |run, len, stride, pos| {
-            for t in 0..len {
-                let row = base.get().offset(run + t as isize * stride) as *const R::In;
-                let i = pos + t;
-                if kd.stride == 1 {
-                    // SAFETY: outputs j0..j1 of this row are consecutive input elements.
-                    let xs = std::slice::from_raw_parts(row, j1 - j0);
-                    for (a, &x) in accs.iter_mut().zip(xs) {
-                        *a = r.step(*a, x, i);
-                    }
-                } else {
-                    for (jj, a) in accs.iter_mut().enumerate() {
-                        // SAFETY: output j0 + jj of this row is an input element (j < m).
-                        *a = r.step(*a, *row.offset(jj as isize * kd.stride), i);
-                    }
-                }
-            }
+            let rows = Rows { r: &r, accs: &mut accs, base, run, len, stride, pos, kstride: kd.stride };
+            // SAFETY: rows run + t * stride (t < len), columns j0..j1, lie inside the input.
+            simd::exec(rows)
         });
         (ooff + j0 * kd.ostride, accs)
     };

@@ -123,26 +123,77 @@ fn beats<T: PartialOrd + Copy, const MAX: bool>(x: T, best: T) -> bool {
     !is_nan(best) & (is_nan(x) | better)
 }
 
-/// Folds `xs` through eight independent lanes combined in a fixed tree. The loop vectorises
+/// Independent accumulators of `fold_lanes`: enough to keep the widest vector unit busy
+/// (four 8-wide AVX-512 registers of f64 partial sums), and fixed, so the order of additions
+/// is the same on every machine whatever its vector width.
+const LANES: usize = 32;
+
+/// Folds `xs` through `LANES` independent lanes combined in a fixed tree. The loop vectorises
 /// (one running float accumulator would serialise on its adds) and the order is still fixed.
 #[inline(always)]
 fn fold_lanes<T: Copy, A: Copy>(xs: &[T], id: A, f: impl Fn(A, T) -> A, op: impl Fn(A, A) -> A) -> A {
-    let mut lanes = [id; 8];
-    let chunks = xs.chunks_exact(8);
+    let mut lanes = [id; LANES];
+    let chunks = xs.chunks_exact(LANES);
     let tail = chunks.remainder();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..LANES {
             lanes[k] = f(lanes[k], c[k]);
         }
     }
-    let mut t = op(
-        op(op(lanes[0], lanes[1]), op(lanes[2], lanes[3])),
-        op(op(lanes[4], lanes[5]), op(lanes[6], lanes[7])),
-    );
+    // pairwise: lanes k and k + w for w = 16, 8, 4, 2, 1
+    let mut w = LANES / 2;
+    while w > 0 {
+        for k in 0..w {
+            lanes[k] = op(lanes[k], lanes[k + w]);
+        }
+        w /= 2;
+    }
+    let mut t = lanes[0];
     for &x in tail {
         t = f(t, x);
     }
     t
+}
+
+/// The maximum (`MAX`) or minimum of `xs`, NaN if any element is (the identity when empty).
+#[inline(always)]
+pub fn extreme<T: Bounds, const MAX: bool>(xs: &[T]) -> T {
+    let id = if MAX { T::LOWEST } else { T::HIGHEST };
+    // A NaN x replaces the lane; once a lane is NaN nothing compares above it, so it stays
+    // (a cheaper select than `beats`, which also keeps the first of equal values).
+    let best = |a: T, x: T| if (if MAX { x > a } else { x < a }) | is_nan(x) { x } else { a };
+    fold_lanes(xs, id, best, |a, b| if beats::<T, MAX>(b, a) { b } else { a })
+}
+
+/// Sum of `xs` in f64, in the fixed lane order.
+#[inline(always)]
+pub fn sum_wide<T: Element>(xs: &[T]) -> f64 {
+    fold_lanes(xs, 0.0f64, |a, x| a + x.to_f64(), |a, b| a + b)
+}
+
+/// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp
+/// (in stack blocks), float64 through libm; both summed in f64.
+pub trait ExpSum: Element {
+    fn exp_sum(xs: &[Self], shift: f64) -> f64;
+}
+impl ExpSum for f32 {
+    #[inline]
+    fn exp_sum(xs: &[f32], shift: f64) -> f64 {
+        let mut buf = [0f32; 256];
+        let mut total = 0.0;
+        for c in xs.chunks(256) {
+            let b = &mut buf[..c.len()];
+            crate::simd::map1(crate::simd::math::ExpShift(shift as f32), b, c);
+            total += crate::simd::run(|| sum_wide(b));
+        }
+        total
+    }
+}
+impl ExpSum for f64 {
+    #[inline]
+    fn exp_sum(xs: &[f64], shift: f64) -> f64 {
+        fold_lanes(xs, 0.0f64, |a, x| a + (x - shift).exp(), |a, b| a + b)
+    }
 }
 
 /// sum and prod (`PROD`), and mean (`div` = the element count), of `T` cast to the result
@@ -193,7 +244,7 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
         };
         *self.out.get().add(o) = v;
     }
-    #[inline]
+    #[inline(always)]
     fn fold_slice(&self, acc: D::A, xs: &[T], _i0: usize) -> D::A {
         let t = fold_lanes(xs, self.init(0), |a, x| Self::op(a, D::cast_from(x).widen()), Self::op);
         Self::op(acc, t)
@@ -231,9 +282,9 @@ impl<T: Bounds, const MAX: bool> Reducer for Extreme<T, MAX> {
         *self.out.get().add(o) = acc;
     }
     /// Any grouping gives the same extreme (or NaN), so lanes are safe here.
-    #[inline]
+    #[inline(always)]
     fn fold_slice(&self, acc: T, xs: &[T], _i0: usize) -> T {
-        self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
+        self.merge(acc, extreme::<T, MAX>(xs))
     }
 }
 
@@ -266,6 +317,19 @@ impl<T: Bounds, const MAX: bool> Reducer for ArgExtreme<T, MAX> {
     #[inline(always)]
     fn merge(&self, a: (T, usize), b: (T, usize)) -> (T, usize) {
         if beats::<T, MAX>(b.0, a.0) { b } else { a }
+    }
+    /// Two passes over the (cached) run: its extreme through the vectorised lanes, then the
+    /// first position holding it (or the first NaN); ties keep the earlier partial.
+    #[inline(always)]
+    fn fold_slice(&self, acc: (T, usize), xs: &[T], i0: usize) -> (T, usize) {
+        let best = |a: T, x: T| if beats::<T, MAX>(x, a) { x } else { a };
+        let m = fold_lanes(xs, self.init(0).0, best, best);
+        if xs.is_empty() || !beats::<T, MAX>(m, acc.0) {
+            return acc;
+        }
+        // m is one of xs (lanes only select); report the element itself (0.0 == -0.0).
+        let k = xs.iter().position(|&x| if is_nan(m) { is_nan(x) } else { x == m }).unwrap_or(0);
+        (xs[k], i0 + k)
     }
     unsafe fn write(&self, o: usize, acc: (T, usize)) {
         // SAFETY: o is below the output length the buffers were allocated for (trait contract).
@@ -416,7 +480,7 @@ impl<T: Element, D: Element, const K: u8> Reducer for Norm<T, D, K> {
         };
         *self.out.get().add(o) = D::from_f64(v);
     }
-    #[inline]
+    #[inline(always)]
     fn fold_slice(&self, acc: f64, xs: &[T], _i0: usize) -> f64 {
         self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
     }
@@ -453,7 +517,7 @@ impl<T: Element> Reducer for SquaredDeviation<'_, T> {
         let v = m2 / self.divisor;
         *self.out.get().add(o) = T::from_f64(if self.sqrt { v.sqrt() } else { v });
     }
-    #[inline]
+    #[inline(always)]
     fn fold_slice(&self, (mean, m2): (f64, f64), xs: &[T], _i0: usize) -> (f64, f64) {
         let sq = |a: f64, x: T| {
             let d = x.to_f64() - mean;
@@ -472,7 +536,7 @@ pub struct LogSumExp<'a, T, D> {
     pub _t: PhantomData<fn(T)>,
 }
 
-impl<T: Element, D: Element> Reducer for LogSumExp<'_, T, D> {
+impl<T: ExpSum, D: Element> Reducer for LogSumExp<'_, T, D> {
     type In = T;
     type Acc = (f64, f64);
     #[inline(always)]
@@ -490,6 +554,10 @@ impl<T: Element, D: Element> Reducer for LogSumExp<'_, T, D> {
     unsafe fn write(&self, o: usize, (shift, s): (f64, f64)) {
         // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = D::from_f64(s.ln() + shift);
+    }
+    #[inline(always)]
+    fn fold_slice(&self, (shift, s): (f64, f64), xs: &[T], _i0: usize) -> (f64, f64) {
+        (shift, s + T::exp_sum(xs, shift))
     }
 }
 

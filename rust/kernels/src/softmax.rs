@@ -1,13 +1,110 @@
 //! softmax and log_softmax along one dim of a contiguous tensor viewed as [outer, n, inner].
 //!
 //! Each slice along the dim is independent: shift by its max (NaN-propagating, so a NaN makes
-//! the slice NaN as in torch), exponentiate once in the element type, sum in f64, then scale. With `inner == 1`
+//! the slice NaN as in torch), exponentiate once in the element type (float32: the vectorised
+//! exp), sum in f64 in a fixed lane order, then scale. With `inner == 1`
 //! slices are contiguous rows; otherwise a block of `inner` positions is processed together,
 //! reading memory row by row.
 
 use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use super::reducers::{extreme, sum_wide};
+use super::simd::{self, math::{ExpDiff, ExpShift}};
 use crate::element::{Element, FloatElement};
 use rayon::prelude::*;
+
+/// The row and column kernels per dtype: float32's exponentials are the vectorised ones of
+/// `simd`, float64's libm's. Both sum in f64, in a fixed lane order.
+pub trait SoftmaxElement: FloatElement {
+    /// # Safety
+    /// As `row`.
+    unsafe fn row(src: *const Self, dst: *mut Self, n: usize, log: bool);
+    /// # Safety
+    /// As `columns`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn columns(src: *const Self, dst: *mut Self, n: usize, inner: usize, base: usize, j0: usize, j1: usize, log: bool);
+}
+
+impl SoftmaxElement for f64 {
+    unsafe fn row(src: *const f64, dst: *mut f64, n: usize, log: bool) {
+        row(src, dst, n, log)
+    }
+    unsafe fn columns(src: *const f64, dst: *mut f64, n: usize, inner: usize, base: usize, j0: usize, j1: usize, log: bool) {
+        columns(src, dst, n, inner, base, j0, j1, log)
+    }
+}
+
+impl SoftmaxElement for f32 {
+    /// One fused pass per step over the (cached) row: max, e^(x - max) stored, its f64 sum,
+    /// then the scaling (or, for log_softmax, x - max - log sum).
+    unsafe fn row(src: *const f32, dst: *mut f32, n: usize, log: bool) {
+        // SAFETY: the caller's contract (n elements each, no overlap).
+        let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
+        let max = simd::run(|| extreme::<f32, true>(xs));
+        simd::map1(ExpShift(max), ys, xs);
+        let sum = simd::run(|| sum_wide(ys));
+        if log {
+            let shift = wide(max) + sum.ln();
+            simd::run(|| {
+                for (y, &x) in ys.iter_mut().zip(xs) {
+                    *y = (wide(x) - shift) as f32;
+                }
+            })
+        } else {
+            let inv = 1.0 / sum;
+            simd::run(|| {
+                for y in ys.iter_mut() {
+                    *y = (wide(*y) * inv) as f32;
+                }
+            })
+        }
+    }
+
+    unsafe fn columns(src: *const f32, dst: *mut f32, n: usize, inner: usize, base: usize, j0: usize, j1: usize, log: bool) {
+        let w = j1 - j0;
+        let mut max = [f32::NEG_INFINITY; COLS];
+        let mut sum = [0.0f64; COLS];
+        // SAFETY (each slice below): row d of this outer index, positions j0..j1, inside the
+        // buffers; dst does not overlap src.
+        let xs = |d: usize| std::slice::from_raw_parts(src.add(base + d * inner + j0), w);
+        let ys = |d: usize| std::slice::from_raw_parts_mut(dst.add(base + d * inner + j0), w);
+        simd::run(|| {
+            for d in 0..n {
+                for (m, &x) in max[..w].iter_mut().zip(xs(d)) {
+                    *m = extreme::<f32, true>(&[*m, x]);
+                }
+            }
+        });
+        for d in 0..n {
+            simd::map2(ExpDiff, ys(d), xs(d), &max[..w]);
+            simd::run(|| {
+                for (s, &y) in sum[..w].iter_mut().zip(ys(d).iter()) {
+                    *s += wide(y);
+                }
+            });
+        }
+        simd::run(|| {
+            if log {
+                for (s, &m) in sum[..w].iter_mut().zip(&max[..w]) {
+                    *s = wide(m) + s.ln();
+                }
+                for d in 0..n {
+                    for ((y, &x), &sh) in ys(d).iter_mut().zip(xs(d)).zip(&sum[..w]) {
+                        *y = (wide(x) - sh) as f32;
+                    }
+                }
+            } else {
+                for s in sum[..w].iter_mut() {
+                    *s = 1.0 / *s;
+                }
+                for d in 0..n {
+                    for (y, &inv) in ys(d).iter_mut().zip(&sum[..w]) {
+                        *y = (wide(*y) * inv) as f32;
+                    }
+                }
+            }
+        })
+    }
+}
 
 /// Positions along `inner` handled together (their maxima and sums live on the stack).
 const COLS: usize = 256;
@@ -112,7 +209,7 @@ unsafe fn columns<T: FloatElement>(src: *const T, dst: *mut T, n: usize, inner: 
 ///
 /// # Safety
 /// `src` and `dst` point to `outer * n * inner` elements each, and do not overlap.
-pub unsafe fn softmax<T: FloatElement>(src: *const T, dst: *mut T, outer: usize, n: usize, inner: usize, log: bool) {
+pub unsafe fn softmax<T: SoftmaxElement>(src: *const T, dst: *mut T, outer: usize, n: usize, inner: usize, log: bool) {
     let total = outer * n * inner;
     if total == 0 {
         return;
@@ -124,7 +221,7 @@ pub unsafe fn softmax<T: FloatElement>(src: *const T, dst: *mut T, outer: usize,
         let task = |t: usize| {
             for o in t * per..((t + 1) * per).min(outer) {
                 // SAFETY: row o of the caller's buffers; tasks own disjoint rows of dst.
-                row(s.get().add(o * n) as *const T, d.get().add(o * n), n, log);
+                T::row(s.get().add(o * n) as *const T, d.get().add(o * n), n, log);
             }
         };
         let tasks = outer.div_ceil(per);
@@ -137,7 +234,7 @@ pub unsafe fn softmax<T: FloatElement>(src: *const T, dst: *mut T, outer: usize,
         let j0 = b * COLS;
         // SAFETY: outer index o, columns j0..j0+COLS clamped to inner; tasks own disjoint
         // (o, column block) parts of dst.
-        columns(s.get() as *const T, d.get(), n, inner, o * n * inner, j0, (j0 + COLS).min(inner), log);
+        T::columns(s.get() as *const T, d.get(), n, inner, o * n * inner, j0, (j0 + COLS).min(inner), log);
     };
     let tasks = outer * blocks;
     if parallel { (0..tasks).into_par_iter().for_each(task) } else { (0..tasks).for_each(task) }

@@ -28,6 +28,25 @@ OPS = {
 }
 
 
+# Transcendentals and their backward formulas, out of place only (torch has no in-place gelu).
+# `positive` feeds log a strictly positive input; `backward` times the gradient alone:
+# autograd.grad of the saved graph with retain_graph (the engine plus the fused formula).
+Math = namedtuple("Math", "torch numpy positive backward")
+MATH = {
+    "exp": Math(lambda m, a: m.exp(a), np.exp, False, False),
+    "log": Math(lambda m, a: m.log(a), np.log, True, False),
+    "sigmoid": Math(lambda m, a: m.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)), False, False),
+    "gelu": Math(lambda m, a: m.nn.functional.gelu(a), None, False, False),
+    "silu": Math(lambda m, a: m.nn.functional.silu(a), lambda a: a / (1 + np.exp(-a)), False, False),
+    "tanh bwd": Math(lambda m, a: m.tanh(a), None, False, True),
+    "sigmoid bwd": Math(lambda m, a: m.sigmoid(a), None, False, True),
+    "gelu bwd": Math(lambda m, a: m.nn.functional.gelu(a), None, False, True),
+    "silu bwd": Math(lambda m, a: m.nn.functional.silu(a), None, False, True),
+}
+MATH_SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+MATH_QUICK_SIZES = (1_000_000,)
+
+
 def _traffic(op, n):
     """Bytes read plus written per call (float32)."""
     if op.other is None:
@@ -49,7 +68,37 @@ def cases(ctx):
                     bytes=_traffic(op, n),
                     build=lambda ctx, op=op, n=n, inplace=inplace: _build(ctx, op, n, inplace),
                 ))
+    for name, op in MATH.items():
+        for n in (s for s in (MATH_QUICK_SIZES if ctx.quick else MATH_SIZES) if s <= ctx.max_size):
+            out.append(TimeCase(
+                name=f"{name} {size_label(n)}",
+                params={"op": name, "numel": n, "inplace": False, "dtype": "float32", "backward": op.backward},
+                # forward: read x, write y; backward: read grad and the saved tensor, write the result
+                bytes=(3 if op.backward else 2) * 4 * n,
+                build=lambda ctx, op=op, n=n: _build_math(ctx, op, n),
+            ))
     return out
+
+
+def _build_math(ctx, op, n):
+    a = random(n, 0)
+    if op.positive:
+        a = np.abs(a) + np.float32(0.1)
+    g = random(n, 1)
+    fns = {}
+    for lib in ctx.libs:
+        if lib == "numpy":
+            if op.numpy is not None and not op.backward:
+                fns[lib] = lambda f=op.numpy, x=a.copy(): f(x)
+            continue
+        m = ctx.module(lib)
+        if op.backward:
+            x = to_lib(lib, ctx, a, requires_grad=True)
+            y, gy = op.torch(m, x), to_lib(lib, ctx, g)
+            fns[lib] = lambda m=m, x=x, y=y, gy=gy: m.autograd.grad(y, x, gy, retain_graph=True)
+        else:
+            fns[lib] = lambda f=op.torch, m=m, x=to_lib(lib, ctx, a): f(m, x)
+    return fns
 
 
 def _operands(op, n):

@@ -5,6 +5,7 @@ use super::{Backend, BinaryMode, Bound, Device};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
+use crate::kernels::unary::MathOp;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -54,6 +55,11 @@ impl Backend for Cpu {
     fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()> {
         crate::ops::binary::clamp_cpu_kernel(dst, src, lo, hi, in_place);
         Ok(())
+    }
+
+    fn fused_unary_backward(&self, op: MathOp, dst: &Tensor, g: &Tensor, s: &Tensor) -> Result<bool> {
+        crate::ops::unary::fused_backward_cpu_kernel(op, dst, g, s);
+        Ok(true)
     }
 
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {

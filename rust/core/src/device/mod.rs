@@ -18,6 +18,7 @@ pub use minigrad_base::device::{check_same_device, Device};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::binary::BinaryOp;
+use crate::kernels::unary::MathOp;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -70,6 +71,13 @@ pub trait Backend: Send + Sync {
     /// wins, raise to `lo` then lower to `hi`). Bounds are numbers or tensors broadcast to `dst`;
     /// `in_place`: `dst` is `src`.
     fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()>;
+
+    /// `dst = g * op'(s)` in one pass (`s` the op's saved input or result, same shape and float
+    /// dtype as `g`), an optimisation of the composite backward formula. Returns false when the
+    /// device has no fused kernel for `op`; the caller then runs the composite formula.
+    fn fused_unary_backward(&self, _op: MathOp, _dst: &Tensor, _g: &Tensor, _s: &Tensor) -> Result<bool> {
+        Ok(false)
+    }
 
     /// `dst += src` (same float dtype, `src` broadcast): gradient accumulation. Overlapping
     /// elements of `dst` each receive every contribution.

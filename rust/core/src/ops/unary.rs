@@ -10,6 +10,7 @@ use crate::dtype::{check_castable, DType};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{map, map_inplace};
+use crate::kernels::unary::MathOp;
 use crate::kernels::Arg;
 use crate::ops::copy::{cast_input, cast_layout, copy_kernel, empty_with_layout, iterator_layout};
 use crate::ops::write::{check_no_internal_overlap, write, Alias};
@@ -134,15 +135,20 @@ fn not_for_bool(kernel: &str) -> Error {
     Error::NotImplemented(format!("\"{}\" not implemented for 'Bool'", kernel))
 }
 
-fn gelu_exact<T: num_traits::Float>(x: T) -> T {
-    let v = x.to_f64().unwrap();
-    T::from(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2))).unwrap()
-}
-
-fn gelu_tanh<T: num_traits::Float>(x: T) -> T {
-    let v = x.to_f64().unwrap();
-    let k = (2.0 / std::f64::consts::PI).sqrt();
-    T::from(0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())).unwrap()
+impl UnaryOp {
+    /// The ops with vectorised kernels (`kernels::unary`), forward and backward.
+    fn math(self) -> Option<MathOp> {
+        Some(match self {
+            UnaryOp::Exp => MathOp::Exp,
+            UnaryOp::Log => MathOp::Log,
+            UnaryOp::Tanh => MathOp::Tanh,
+            UnaryOp::Sigmoid => MathOp::Sigmoid,
+            UnaryOp::Silu => MathOp::Silu,
+            UnaryOp::Gelu => MathOp::Gelu,
+            UnaryOp::GeluTanh => MathOp::GeluTanh,
+            _ => return None,
+        })
+    }
 }
 
 /// Binds `$f` to the per-element function of `$op` for float type `$T` and evaluates `$body`.
@@ -154,27 +160,23 @@ macro_rules! with_float_fn {
             UnaryOp::Neg => { let $f = |x: $T| -x; $body }
             UnaryOp::Abs => { let $f = |x: $T| x.abs(); $body }
             UnaryOp::Sign => { let $f = move |x: $T| if x > zero { one } else if x < zero { -one } else { x * zero }; $body }
-            UnaryOp::Exp => { let $f = |x: $T| x.exp(); $body }
-            UnaryOp::Log => { let $f = |x: $T| x.ln(); $body }
             UnaryOp::Log1p => { let $f = |x: $T| x.ln_1p(); $body }
             UnaryOp::Expm1 => { let $f = |x: $T| x.exp_m1(); $body }
             UnaryOp::Sqrt => { let $f = |x: $T| x.sqrt(); $body }
             UnaryOp::Rsqrt => { let $f = move |x: $T| one / x.sqrt(); $body }
             UnaryOp::Sin => { let $f = |x: $T| x.sin(); $body }
             UnaryOp::Cos => { let $f = |x: $T| x.cos(); $body }
-            UnaryOp::Tanh => { let $f = |x: $T| x.tanh(); $body }
-            UnaryOp::Sigmoid => { let $f = move |x: $T| one / (one + (-x).exp()); $body }
             // `!(x <= 0)` keeps NaN, as torch's relu does.
             UnaryOp::Relu => { let $f = move |x: $T| if !(x <= zero) { x } else { zero }; $body }
-            UnaryOp::Silu => { let $f = move |x: $T| x / (one + (-x).exp()); $body }
-            UnaryOp::Gelu => { let $f = |x: $T| gelu_exact(x); $body }
-            UnaryOp::GeluTanh => { let $f = |x: $T| gelu_tanh(x); $body }
             UnaryOp::Reciprocal => { let $f = move |x: $T| one / x; $body }
             UnaryOp::Floor => { let $f = |x: $T| x.floor(); $body }
             UnaryOp::Ceil => { let $f = |x: $T| x.ceil(); $body }
             UnaryOp::Round => { let $f = |x: $T| round_half_even(x); $body }
             UnaryOp::Trunc => { let $f = |x: $T| x.trunc(); $body }
             UnaryOp::LogicalNot | UnaryOp::BitwiseNot => unreachable!("handled before float dispatch"),
+            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::Gelu | UnaryOp::GeluTanh => {
+                unreachable!("vectorised: kernels::unary::math")
+            }
         }
     }};
 }
@@ -209,6 +211,13 @@ macro_rules! with_int_fn {
 /// into `dst` (same dtype). `in_place` means `dst` is `src` itself.
 pub(crate) fn cpu_kernel(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
     let shape = dst.shape().to_vec();
+    if let (Some(m), true) = (op.math(), dst.dtype().is_floating()) {
+        crate::dispatch_float!(dst.dtype(), T => {
+            // SAFETY: as for `go!` below.
+            unsafe { crate::kernels::unary::math::<T>(m, &shape, Arg::of(dst), Arg::of(src), in_place) }
+        }, _ => unreachable!("checked floating"));
+        return;
+    }
     macro_rules! go {
         ($T:ty, $f:ident) => {
             // SAFETY: layouts are inside their storages; out-of-place dst is fresh, and in place
@@ -343,6 +352,9 @@ impl UnaryOp {
         use crate::ops::binary::BinaryOp::Le;
         use UnaryOp::*;
         let s = || s.expect("saved by the forward");
+        if let Some(out) = self.math().map(|m| fused_backward(m, g, s())).transpose()?.flatten() {
+            return Ok(out);
+        }
         match self {
             Neg => neg(g),
             Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)?),
@@ -385,6 +397,26 @@ impl UnaryOp {
             LogicalNot | BitwiseNot => unreachable!("not differentiable"),
         }
     }
+}
+
+/// `g * op'(s)` in one kernel pass, when no graph of the backward is being recorded (with
+/// `create_graph=True` the composite formula below runs, so it can be differentiated again).
+fn fused_backward(op: MathOp, g: &Tensor, s: &Tensor) -> Result<Option<Tensor>> {
+    let plain = g.dtype() == s.dtype() && g.dtype().is_floating() && g.shape() == s.shape();
+    if !plain || crate::autograd::record::should_record(&[Some(g), Some(s)]) {
+        return Ok(None);
+    }
+    let out = empty_with_layout(&iterator_layout(g.shape(), &[&g.layout, &s.layout]), g.dtype(), g.device())?;
+    let fused = backend_for(&[&out, g, s])?.fused_unary_backward(op, &out, g, s)?;
+    Ok(fused.then_some(out))
+}
+
+/// The CPU backend's `fused_unary_backward`.
+pub(crate) fn fused_backward_cpu_kernel(op: MathOp, out: &Tensor, g: &Tensor, s: &Tensor) {
+    crate::dispatch_float!(g.dtype(), T => {
+        // SAFETY: layouts inside their storages; `out` is fresh, so it overlaps neither input.
+        unsafe { crate::kernels::unary::math_backward::<T>(op, g.shape(), Arg::of(out), Arg::of(g), Arg::of(s)) }
+    }, _ => unreachable!("checked floating"));
 }
 
 /// 0.5 * (1 + erf(x / sqrt 2)), elementwise (a constant factor of the gelu derivative).

@@ -1,0 +1,210 @@
+//! exp, log, tanh and sigmoid of f32 lanes: range reduction plus a short polynomial, in the
+//! style of Cephes (log's polynomial is Cephes' single-precision minimax fit; exp's and
+//! tanh's are refitted here, over the ranges below). Their measured
+//! error against a float64 reference is in `docs/kernels.md` and asserted by `accuracy_tests`.
+//!
+//! Special values follow torch: NaN in gives NaN out; exp(-inf) = 0, exp(inf) = inf;
+//! log(0) = log(-0) = -inf, log(x < 0) = NaN, log(inf) = inf; tanh and sigmoid saturate to
+//! +-1 and 0/1 at +-inf, and tanh(-0) = -0.
+
+use super::F32s;
+use pulp::Simd;
+
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// ln 2 split in two: `n * LN2_HI` is exact for the |n| <= 150 exp needs (9 significant bits).
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer, left in the low
+/// mantissa bits (their low 9 bits are those of the integer, two's complement).
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// `c[0] x^(k-1) + ... + c[k-1]`, by Horner's rule with fused multiply-adds.
+#[inline(always)]
+pub fn horner<S: Simd>(x: F32s<S>, c: &[f32]) -> F32s<S> {
+    let mut p = x.k(c[0]);
+    for &ci in &c[1..] {
+        p = p.mul_add(x, x.k(ci));
+    }
+    p
+}
+
+/// 2^n for integer-valued `n` in [-126, 127], built in the exponent field.
+#[inline(always)]
+fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
+    // bits(n + MAGIC) = bits(MAGIC) + n, and bits(MAGIC) has nine low zero bits, so after
+    // adding the bias and shifting by 23 only (n + 127) is left, in the exponent field.
+    (n + ROUND_MAGIC).bits().add(127).shl(23).to_f32s()
+}
+
+/// e^x, within 0.55 ulp of the exact value (0.75 for subnormal results).
+#[inline(always)]
+pub fn exp<S: Simd>(x: F32s<S>) -> F32s<S> {
+    // -0.0 is the additive identity LLVM may fold away (x + 0.0 is not: -0.0 + 0.0 = 0.0).
+    exp_hl(x, x.k(-0.0))
+}
+
+/// e^(x + x_lo) for a small correction x_lo (|x_lo| <= ulp(x)): for arguments that are
+/// themselves sums carried exactly, like -a^2/2 in gelu.
+#[inline(always)]
+pub fn exp_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
+    // Fast path, when every lane's result is a normal number: 2^n goes straight into the
+    // exponent field. Otherwise (subnormal, overflow, NaN, infinities) the careful path.
+    if x.abs().lt_c(87.0).all() {
+        let (n, er) = reduce_and_expand(x, x_lo);
+        // bits(n + MAGIC) hold n in the low bits: shifted by 23 they add n to the exponent.
+        return er.bits().add_bits((n + ROUND_MAGIC).bits().shl(23)).to_f32s();
+    }
+    exp_careful(x, x_lo)
+}
+
+/// n and e^r with x + x_lo = n ln2 + r (+ r_lo): the exponent and the mantissa of e^x.
+#[inline(always)]
+fn reduce_and_expand<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> (F32s<S>, F32s<S>) {
+    // x = n ln2 + r + r_lo with |r| <= ln2 / 2: the first step is exact, the second rounds,
+    // and r_lo is what it rounded away (Cody and Waite, the error recovered by FMA).
+    let n = x.mul_add_c(LOG2_E, ROUND_MAGIC) - ROUND_MAGIC;
+    let r_hi = n.mul_add(x.k(-LN2_HI), x);
+    let r = n.mul_add(x.k(-LN2_LO), r_hi);
+    let r_lo = n.mul_add(x.k(-LN2_LO), r_hi - r) + x_lo;
+    // e^r = 1 + r + r^2 P(r), P fitted here (relative error 3e-10 on |r| <= ln2 / 2), and
+    // e^(r + r_lo) = e^r (1 + r_lo) = (1 + r) + q: 1 + r = s + s_lo exactly, so only the
+    // last addition rounds noticeably.
+    let p = horner(r, &[1.985_788_5e-4, 1.393_359_7e-3, 8.333_360_8e-3, 4.166_646_7e-2, 1.666_666_7e-1, 0.5]);
+    let pr2 = p * (r * r);
+    let q = r_lo.mul_add(r + pr2, r_lo) + pr2;
+    let s = r + 1.0;
+    let s_lo = (x.k(1.0) - s) + r;
+    (n, s + (s_lo + q))
+}
+
+/// The general path of `exp_hl`: clamped so the exponent tricks stay in range, and 2^n
+/// applied in two halves so that n down to -150 (subnormal results) and up to 128 (overflow
+/// to inf) stay exact until the last multiply, which rounds once.
+#[inline(always)]
+fn exp_careful<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
+    // Clamp with selects, not min/max, so NaN passes through; outside [-104, 89] the result
+    // is 0 or inf anyway.
+    let x = F32s::select(x.gt_c(89.0), x.k(89.0), x);
+    let x = F32s::select(x.lt_c(-104.0), x.k(-104.0), x);
+    let (n, er) = reduce_and_expand(x, x_lo);
+    let n1 = (n * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
+    let n2 = n - n1;
+    er * pow2i(n1) * pow2i(n2)
+}
+
+/// ln x, at most 1 ulp from the exact value (subnormal inputs included).
+#[inline(always)]
+pub fn log<S: Simd>(x: F32s<S>) -> F32s<S> {
+    // Subnormal inputs are scaled into the normal range first.
+    let tiny = x.lt_c(f32::MIN_POSITIVE);
+    let xs = F32s::select(tiny, x * 8_388_608.0, x);
+    let bits = xs.bits();
+    // x = 2^e m with m in [0.5, 1): the exponent field, read as an integer through the
+    // mantissa of 2^23, and the mantissa with the exponent of 0.5.
+    let e = bits.shr(23).or(0x4B00_0000).to_f32s() - 8_388_734.0; // 2^23 + 126
+    let e = e - F32s::select(tiny, x.k(23.0), x.k(0.0));
+    let m = bits.and(0x007F_FFFF).or(0x3F00_0000).to_f32s();
+    // Keep m in [sqrt(1/2), sqrt(2)) around 1, and take f = m - 1 (both steps exact).
+    let low = m.lt_c(std::f32::consts::FRAC_1_SQRT_2);
+    let e = F32s::select(low, e - 1.0, e);
+    let f = F32s::select(low, (m + m) - 1.0, m - 1.0);
+    // ln(1 + f) = f - f^2/2 + f^3 P(f)
+    let z = f * f;
+    let p = horner(
+        f,
+        &[
+            7.037_683_6e-2,
+            -1.151_461e-1,
+            1.167_699_9e-1,
+            -1.242_014_1e-1,
+            1.424_932_3e-1,
+            -1.666_805_8e-1,
+            2.000_071_4e-1,
+            -2.499_999_4e-1,
+            3.333_333_1e-1,
+        ],
+    );
+    let y = p * f * z;
+    let y = e.mul_add(x.k(LN2_LO), y);
+    let y = z.mul_add(x.k(-0.5), y);
+    let r = e.mul_add(x.k(LN2_HI), f + y);
+    // The special values, last (the arithmetic above gives garbage for them).
+    let r = F32s::select(x.eq(x.k(f32::INFINITY)), x, r);
+    let r = F32s::select(x.eq(x.k(0.0)), x.k(f32::NEG_INFINITY), r);
+    let r = F32s::select(x.lt_c(0.0), x.k(f32::NAN), r);
+    F32s::select(x.is_nan(), x, r)
+}
+
+/// tanh x: an odd polynomial below |x| = 0.8 (fitted here, relative error 4e-9), and
+/// 1 - 2 / (e^{2|x|} + 1) above; the sign is put back last, so tanh(-0) = -0.
+#[inline(always)]
+pub fn tanh<S: Simd>(x: F32s<S>) -> F32s<S> {
+    let a = x.abs();
+    let z = a * a;
+    let p = horner(
+        z,
+        &[-6.346_843_4e-4, 2.987_320_5e-3, -8.621_263e-3, 2.181_782_8e-2, -5.396_289_4e-2, 1.333_331_2e-1, -3.333_333_4e-1],
+    );
+    let small = (p * z).mul_add(a, a);
+    // e^{2a} overflows to inf for large a, and 2 / inf = 0 leaves exactly 1.
+    let big = x.k(1.0) - x.k(2.0) / (exp(a + a) + 1.0);
+    F32s::select(a.lt_c(0.8), small, big).with_sign_of(x)
+}
+
+/// (sigmoid(x), 1 - sigmoid(x)), both accurate: 1 / (1 + e^-x), and e^x / (1 + e^x) for
+/// negative x so that tiny results keep their accuracy (and subnormal ones exist) instead of
+/// rounding to 0; 1 - s is sigmoid(-x), never a difference (which cancels where s is near 1,
+/// as in the derivatives of silu and gelu).
+#[inline(always)]
+pub fn sigmoid_pair<S: Simd>(x: F32s<S>) -> (F32s<S>, F32s<S>) {
+    let t = exp(-x.abs());
+    let one = x.k(1.0);
+    let neg = x.lt_c(0.0);
+    (quotient_1p(F32s::select(neg, t, one), t), quotient_1p(F32s::select(neg, one, t), t))
+}
+
+/// num / (1 + t) for 0 <= t <= 1, correctly rounded but for ~0.1 ulp: 1 + t is kept as an
+/// exact sum d + d_lo, and the quotient num / d gets one Newton correction from its exact
+/// residual (one division, for the reciprocal).
+#[inline(always)]
+pub fn quotient_1p<S: Simd>(num: F32s<S>, t: F32s<S>) -> F32s<S> {
+    let d = t + 1.0;
+    let d_lo = (t.k(1.0) - d) + t;
+    let rd = t.k(1.0) / d;
+    let q = num * rd;
+    let residual = (-q).mul_add(d, num) - q * d_lo;
+    residual.mul_add(rd, q)
+}
+
+/// sigmoid(x) (see `sigmoid_pair`).
+#[inline(always)]
+pub fn sigmoid<S: Simd>(x: F32s<S>) -> F32s<S> {
+    let t = exp(-x.abs());
+    quotient_1p(F32s::select(x.lt_c(0.0), t, x.k(1.0)), t)
+}
+
+/// x * sigmoid(x).
+#[inline(always)]
+pub fn silu<S: Simd>(x: F32s<S>) -> F32s<S> {
+    x * sigmoid(x)
+}
+
+/// e^(x - shift) for one shift (a softmax row's max): a lane function.
+#[derive(Clone, Copy)]
+pub struct ExpShift(pub f32);
+impl super::LaneFn1 for ExpShift {
+    #[inline(always)]
+    fn apply<S: Simd>(self, x: F32s<S>) -> F32s<S> {
+        exp(x - self.0)
+    }
+}
+
+/// e^(x - m) lane by lane (softmax over an outer dim: one max per column).
+#[derive(Clone, Copy)]
+pub struct ExpDiff;
+impl super::LaneFn2 for ExpDiff {
+    #[inline(always)]
+    fn apply<S: Simd>(self, x: F32s<S>, m: F32s<S>) -> F32s<S> {
+        exp(x - m)
+    }
+}

@@ -1,0 +1,351 @@
+//! The one SIMD helper layer every vectorised kernel goes through.
+//!
+//! `pulp` detects the CPU once (AVX-512 = x86-v4, AVX2+FMA = x86-v3, NEON, or scalar) and runs a
+//! kernel body compiled for that instruction set. Kernels are written once, generic over
+//! `S: Simd`, with the small value type [`F32s`] below so the math reads as arithmetic
+//! (`x.mul_add(a, b)`, `F32s::select(x.lt(c), p, q)`) rather than as per-op intrinsics.
+//! Everything here is `#[inline(always)]`: the body must be inlined into pulp's
+//! `#[target_feature]` entry to be compiled for the wide instruction set.
+//!
+//! - [`map1`], [`map2`]: apply a lane function over slices (whole vectors, then a masked tail);
+//! - [`run`]: run any closure under the detected instruction set, so that plain slice loops
+//!   LLVM auto-vectorises use the wide registers too;
+//! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions.
+
+pub mod math;
+pub mod normal;
+#[cfg(test)]
+mod accuracy_tests;
+
+use pulp::Simd;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::sync::OnceLock;
+
+pub use pulp::Simd as SimdArch;
+
+static ARCH: OnceLock<pulp::Arch> = OnceLock::new();
+
+/// The instruction set detected at first use (cached: detection reads cpuid).
+#[inline]
+pub fn arch() -> pulp::Arch {
+    *ARCH.get_or_init(pulp::Arch::new)
+}
+
+/// Name of the instruction set kernels run with here (for docs and bench output).
+pub fn level() -> &'static str {
+    #[allow(unreachable_patterns)]
+    match arch() {
+        #[cfg(target_arch = "x86_64")]
+        pulp::Arch::V4(_) => "avx512",
+        #[cfg(target_arch = "x86_64")]
+        pulp::Arch::V3(_) => "avx2+fma",
+        pulp::Arch::Scalar => "scalar",
+        _ => "neon",
+    }
+}
+
+/// Runs `f` compiled for the detected instruction set: a loop inside it (inlined) is
+/// auto-vectorised with the widest registers, not the x86-64 baseline's SSE2. Only what LLVM
+/// inlines into `f` gets them: keep `f` a small closure with one call site, or use [`exec`].
+#[inline(always)]
+pub fn run<R>(f: impl FnOnce() -> R) -> R {
+    arch().dispatch(f)
+}
+
+/// A loop body for [`exec`]; implementations mark `call` `#[inline(always)]`, which is what
+/// guarantees the body is compiled into the instruction set's entry point (a closure that
+/// LLVM declines to inline would run with baseline SSE2).
+pub trait Body {
+    type Output;
+    fn call(self) -> Self::Output;
+}
+
+/// Runs `body` under the detected instruction set.
+#[inline]
+pub fn exec<B: Body>(body: B) -> B::Output {
+    struct Exec<B>(B);
+    impl<B: Body> pulp::WithSimd for Exec<B> {
+        type Output = B::Output;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, _: S) -> B::Output {
+            self.0.call()
+        }
+    }
+    arch().dispatch(Exec(body))
+}
+
+/// A vector of f32 lanes for instruction set `S`, with arithmetic operators.
+#[derive(Clone, Copy, Debug)]
+pub struct F32s<S: Simd> {
+    pub s: S,
+    pub v: S::f32s,
+}
+
+/// A lane mask (the result of a comparison).
+#[derive(Clone, Copy, Debug)]
+pub struct Mask<S: Simd> {
+    s: S,
+    m: S::m32s,
+}
+
+/// Raw lane bits, for the exponent arithmetic of exp and log.
+#[derive(Clone, Copy, Debug)]
+pub struct U32s<S: Simd> {
+    s: S,
+    v: S::u32s,
+}
+
+impl<S: Simd> F32s<S> {
+    #[inline(always)]
+    pub fn splat(s: S, x: f32) -> Self {
+        F32s { s, v: s.splat_f32s(x) }
+    }
+    /// `self * b + c` with one rounding (FMA on every supported instruction set).
+    #[inline(always)]
+    pub fn mul_add(self, b: Self, c: Self) -> Self {
+        F32s { s: self.s, v: self.s.mul_add_f32s(self.v, b.v, c.v) }
+    }
+    #[inline(always)]
+    pub fn mul_add_c(self, b: f32, c: f32) -> Self {
+        self.mul_add(self.k(b), self.k(c))
+    }
+    /// A constant of the same instruction set.
+    #[inline(always)]
+    pub fn k(self, x: f32) -> Self {
+        F32s::splat(self.s, x)
+    }
+    #[inline(always)]
+    pub fn abs(self) -> Self {
+        F32s { s: self.s, v: self.s.abs_f32s(self.v) }
+    }
+    #[inline(always)]
+    pub fn lt(self, o: Self) -> Mask<S> {
+        Mask { s: self.s, m: self.s.less_than_f32s(self.v, o.v) }
+    }
+    #[inline(always)]
+    pub fn gt(self, o: Self) -> Mask<S> {
+        Mask { s: self.s, m: self.s.greater_than_f32s(self.v, o.v) }
+    }
+    #[inline(always)]
+    pub fn eq(self, o: Self) -> Mask<S> {
+        Mask { s: self.s, m: self.s.equal_f32s(self.v, o.v) }
+    }
+    #[inline(always)]
+    pub fn lt_c(self, c: f32) -> Mask<S> {
+        self.lt(self.k(c))
+    }
+    #[inline(always)]
+    pub fn gt_c(self, c: f32) -> Mask<S> {
+        self.gt(self.k(c))
+    }
+    #[inline(always)]
+    pub fn is_nan(self) -> Mask<S> {
+        let m = self.s.equal_f32s(self.v, self.v);
+        Mask { s: self.s, m: self.s.not_m32s(m) }
+    }
+    /// `m ? a : b`, lane by lane.
+    #[inline(always)]
+    pub fn select(m: Mask<S>, a: Self, b: Self) -> Self {
+        F32s { s: a.s, v: a.s.select_f32s(m.m, a.v, b.v) }
+    }
+    #[inline(always)]
+    pub fn bits(self) -> U32s<S> {
+        U32s { s: self.s, v: self.s.transmute_u32s_f32s(self.v) }
+    }
+    /// `self` with the sign bit of `sign` added (`self` must be non-negative or NaN): how the
+    /// odd functions (tanh) return -0.0 for -0.0.
+    #[inline(always)]
+    pub fn with_sign_of(self, sign: Self) -> Self {
+        let sb = sign.bits().and(0x8000_0000);
+        self.bits().or_bits(sb).to_f32s()
+    }
+}
+
+impl<S: Simd> Mask<S> {
+    /// True when every lane is set (one test per vector: for a rare slow path).
+    #[inline(always)]
+    pub fn all(self) -> bool {
+        self.s.first_true_m32s(self.s.not_m32s(self.m)) == S::F32_LANES
+    }
+    #[inline(always)]
+    pub fn or(self, o: Self) -> Self {
+        Mask { s: self.s, m: self.s.or_m32s(self.m, o.m) }
+    }
+    #[inline(always)]
+    pub fn and(self, o: Self) -> Self {
+        Mask { s: self.s, m: self.s.and_m32s(self.m, o.m) }
+    }
+}
+
+impl<S: Simd> U32s<S> {
+    #[inline(always)]
+    pub fn and(self, c: u32) -> Self {
+        U32s { s: self.s, v: self.s.and_u32s(self.v, self.s.splat_u32s(c)) }
+    }
+    #[inline(always)]
+    pub fn or(self, c: u32) -> Self {
+        U32s { s: self.s, v: self.s.or_u32s(self.v, self.s.splat_u32s(c)) }
+    }
+    #[inline(always)]
+    pub fn or_bits(self, o: Self) -> Self {
+        U32s { s: self.s, v: self.s.or_u32s(self.v, o.v) }
+    }
+    /// Wrapping lane-wise add.
+    #[inline(always)]
+    pub fn add_bits(self, o: Self) -> Self {
+        U32s { s: self.s, v: self.s.add_u32s(self.v, o.v) }
+    }
+    /// Wrapping add of a constant.
+    #[inline(always)]
+    pub fn add(self, c: u32) -> Self {
+        U32s { s: self.s, v: self.s.add_u32s(self.v, self.s.splat_u32s(c)) }
+    }
+    #[inline(always)]
+    pub fn shl(self, n: u32) -> Self {
+        U32s { s: self.s, v: self.s.wrapping_dyn_shl_u32s(self.v, self.s.splat_u32s(n)) }
+    }
+    #[inline(always)]
+    pub fn shr(self, n: u32) -> Self {
+        U32s { s: self.s, v: self.s.wrapping_dyn_shr_u32s(self.v, self.s.splat_u32s(n)) }
+    }
+    #[inline(always)]
+    pub fn to_f32s(self) -> F32s<S> {
+        F32s { s: self.s, v: self.s.transmute_f32s_u32s(self.v) }
+    }
+}
+
+macro_rules! binop {
+    ($tr:ident, $f:ident, $simd:ident) => {
+        impl<S: Simd> $tr for F32s<S> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: Self) -> Self {
+                F32s { s: self.s, v: self.s.$simd(self.v, o.v) }
+            }
+        }
+        impl<S: Simd> $tr<f32> for F32s<S> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: f32) -> Self {
+                F32s { s: self.s, v: self.s.$simd(self.v, self.s.splat_f32s(o)) }
+            }
+        }
+    };
+}
+binop!(Add, add, add_f32s);
+binop!(Sub, sub, sub_f32s);
+binop!(Mul, mul, mul_f32s);
+binop!(Div, div, div_f32s);
+
+impl<S: Simd> Neg for F32s<S> {
+    type Output = Self;
+    #[inline(always)]
+    fn neg(self) -> Self {
+        F32s { s: self.s, v: self.s.neg_f32s(self.v) }
+    }
+}
+
+/// A function of one f32 lane vector (exp, tanh, ...), as a type so each is its own
+/// monomorphised loop.
+pub trait LaneFn1: Copy + Send + Sync {
+    fn apply<S: Simd>(self, x: F32s<S>) -> F32s<S>;
+}
+
+/// A function of two lane vectors (a backward formula of the incoming gradient and the saved
+/// input or result).
+pub trait LaneFn2: Copy + Send + Sync {
+    fn apply<S: Simd>(self, a: F32s<S>, b: F32s<S>) -> F32s<S>;
+}
+
+/// `dst[i] = f(src[i])`; `src` and `dst` have the same length. `src` may be `dst` itself
+/// only through [`map1_inplace`].
+#[inline]
+pub fn map1<F: LaneFn1>(f: F, dst: &mut [f32], src: &[f32]) {
+    map1_on(arch(), f, dst, src)
+}
+
+/// `map1` with a given instruction set (tests compare them).
+#[inline]
+pub(crate) fn map1_on<F: LaneFn1>(arch: pulp::Arch, f: F, dst: &mut [f32], src: &[f32]) {
+    struct Op<'a, F> {
+        f: F,
+        dst: &'a mut [f32],
+        src: &'a [f32],
+    }
+    impl<F: LaneFn1> pulp::WithSimd for Op<'_, F> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) {
+            let (dh, dt) = S::as_mut_simd_f32s(self.dst);
+            let (sh, st) = S::as_simd_f32s(self.src);
+            for (d, &x) in dh.iter_mut().zip(sh) {
+                *d = self.f.apply(F32s { s, v: x }).v;
+            }
+            if !st.is_empty() {
+                let x = F32s { s, v: s.partial_load_f32s(st) };
+                s.partial_store_f32s(dt, self.f.apply(x).v);
+            }
+        }
+    }
+    debug_assert_eq!(dst.len(), src.len());
+    arch.dispatch(Op { f, dst, src })
+}
+
+/// `xs[i] = f(xs[i])`.
+#[inline]
+pub fn map1_inplace<F: LaneFn1>(f: F, xs: &mut [f32]) {
+    struct Op<'a, F> {
+        f: F,
+        xs: &'a mut [f32],
+    }
+    impl<F: LaneFn1> pulp::WithSimd for Op<'_, F> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) {
+            let (h, t) = S::as_mut_simd_f32s(self.xs);
+            for x in h.iter_mut() {
+                *x = self.f.apply(F32s { s, v: *x }).v;
+            }
+            if !t.is_empty() {
+                let x = F32s { s, v: s.partial_load_f32s(t) };
+                s.partial_store_f32s(t, self.f.apply(x).v);
+            }
+        }
+    }
+    arch().dispatch(Op { f, xs })
+}
+
+/// `dst[i] = f(a[i], b[i])`; all three have the same length, `dst` overlaps neither input.
+#[inline]
+pub fn map2<F: LaneFn2>(f: F, dst: &mut [f32], a: &[f32], b: &[f32]) {
+    map2_on(arch(), f, dst, a, b)
+}
+
+#[inline]
+pub(crate) fn map2_on<F: LaneFn2>(arch: pulp::Arch, f: F, dst: &mut [f32], a: &[f32], b: &[f32]) {
+    struct Op<'a, F> {
+        f: F,
+        dst: &'a mut [f32],
+        a: &'a [f32],
+        b: &'a [f32],
+    }
+    impl<F: LaneFn2> pulp::WithSimd for Op<'_, F> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) {
+            let (dh, dt) = S::as_mut_simd_f32s(self.dst);
+            let (ah, at) = S::as_simd_f32s(self.a);
+            let (bh, bt) = S::as_simd_f32s(self.b);
+            for ((d, &x), &y) in dh.iter_mut().zip(ah).zip(bh) {
+                *d = self.f.apply(F32s { s, v: x }, F32s { s, v: y }).v;
+            }
+            if !dt.is_empty() {
+                let x = F32s { s, v: s.partial_load_f32s(at) };
+                let y = F32s { s, v: s.partial_load_f32s(bt) };
+                s.partial_store_f32s(dt, self.f.apply(x, y).v);
+            }
+        }
+    }
+    debug_assert!(dst.len() == a.len() && dst.len() == b.len());
+    arch.dispatch(Op { f, dst, a, b })
+}
