@@ -5,7 +5,7 @@
 //! fails with torch's words, and a device tensor that reaches an unrouted CPU kernel stops with
 //! a panic (which the bindings turn into a Python error) instead of touching device memory.
 
-use minigrad_core::device::{self, Backend, BinaryMode, Device};
+use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device};
 use minigrad_core::ops::binary::BinaryOp;
 use minigrad_core::ops::unary::UnaryOp;
 use minigrad_core::ops::{binary::binary_raw, copy, unary::unary_raw, Arg};
@@ -51,6 +51,23 @@ impl Backend for StandIn {
     }
     fn binary(&self, op: BinaryOp, _d: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, _alpha: Option<f64>) -> minigrad_core::Result<()> {
         log(format!("binary {:?} {:?} a on {} b on {}", op, mode, a.device(), b.device()));
+        Ok(())
+    }
+    fn where_(&self, _dst: &Tensor, _cond: &Tensor, _a: &Tensor, _b: &Tensor) -> minigrad_core::Result<()> {
+        log("where".into());
+        Ok(())
+    }
+    fn masked_fill(&self, _dst: &Tensor, _mask: &Tensor, value: Scalar) -> minigrad_core::Result<()> {
+        log(format!("masked_fill {:?}", value));
+        Ok(())
+    }
+    fn clamp(&self, _dst: &Tensor, _src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> minigrad_core::Result<()> {
+        let name = |b: Bound<'_>| match b {
+            Bound::None => "none",
+            Bound::Number(_) => "number",
+            Bound::Tensor(_) => "tensor",
+        };
+        log(format!("clamp {} {} in_place={}", name(lo), name(hi), in_place));
         Ok(())
     }
     fn add_into(&self, _dst: &Tensor, _src: &Tensor) -> minigrad_core::Result<()> {
@@ -145,4 +162,14 @@ fn a_device_tensor_never_reaches_a_host_pointer() {
 fn an_unregistered_device_is_an_error() {
     let err = Tensor::empty_on(&[1], DType::Float32, Device::Cuda(7)).unwrap_err();
     assert!(err.to_string().contains("no backend for device 'cuda:7'"), "{}", err);
+}
+
+#[test]
+fn where_clamp_and_masked_fill_route_too() {
+    let x = cuda(&[3]);
+    let calls = calls_of(|| {
+        let y = minigrad_core::ops::binary::clamp_scalar_raw(&x, Some(Scalar::Float(0.0)), None, false).unwrap();
+        assert_eq!(y.device(), Device::Cuda(0));
+    });
+    assert_eq!(calls, vec!["allocate 12 Float32", "clamp number none in_place=false"]);
 }
