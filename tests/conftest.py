@@ -22,6 +22,8 @@ def _torch_version_pinned():
     """Parity is defined against one torch version; refuse to compare against another."""
     import torch
 
+    if os.environ.get("MINIGRAD_TORCH_PIN") == "any":  # a GPU machine with its own torch (docs/gpu.md)
+        return
     assert torch.__version__.split("+")[0] == TORCH_PIN, (
         f"tests compare against torch {TORCH_PIN}; installed {torch.__version__}"
     )

@@ -177,7 +177,7 @@ def _from_python(data, dtype):
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """Copies `data` (nested sequences of numbers or tensors, an ndarray, a number or a tensor)."""
     _check_dtype("tensor", dtype)
-    check_device(device)
+    target = check_device(device)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type_name(data)}'")
     if isinstance(data, _C.TensorBase):
@@ -193,6 +193,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         out = _from_python(data.item(), dtype or _dtype_of_numpy(data.dtype))
     else:
         out = _from_python(data, dtype)
+    out = _place(out, target)
     if requires_grad:
         out._requires_grad_factory()
     return out
@@ -260,6 +261,12 @@ def from_numpy(ndarray):
 
 
 def as_tensor(data, dtype=None, device=None):
+    target = check_device(device) if device is not None else None
+    out = _as_tensor(data, dtype, device)
+    return out if target is None else _place(out, target)
+
+
+def _as_tensor(data, dtype, device):
     """Avoids a copy where it can: the same tensor, or an ndarray's memory shared."""
     _check_dtype("as_tensor", dtype)
     check_device(device)
@@ -330,19 +337,30 @@ def _factory_size(name, args, size, dtype, device):
     return _check_non_negative(name, _parse_size(name, args, size))
 
 
+def _place(t, target):
+    """`t` (built on the CPU) on the device `target` (a checked device), moved before any
+    requires_grad, so the result is a leaf as torch's factories return. Constant factories
+    allocate on the device directly instead (`_C.zeros(..., device=)`)."""
+    if target is None or target.type == "cpu":
+        return t
+    return _C.to_device(t, target.type, target.index)
+
+
 # ----- constant factories -----
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
-    return _grad(_C.empty(*_factory_size("empty", args, size, dtype, device), dtype=dtype), requires_grad)
+    shape = _factory_size("empty", args, size, dtype, device)
+    return _grad(_on_device(_C.empty, device, shape, dtype), requires_grad)
 
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
-    return _grad(_C.zeros(*_factory_size("zeros", args, size, dtype, device), dtype=dtype), requires_grad)
+    shape = _factory_size("zeros", args, size, dtype, device)
+    return _grad(_on_device(_C.zeros, device, shape, dtype), requires_grad)
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
     shape = _factory_size("ones", args, size, dtype, device)
-    return _grad(_C.full(shape, 1, dtype=dtype or _C.float32), requires_grad)
+    return _grad(_on_device(_C.full, device, shape, 1, dtype or _C.float32), requires_grad)
 
 
 def _fill_value(name, value):
@@ -367,7 +385,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
                 f"{type_name(d)} at pos {i}"
             )
     shape = _check_non_negative("full", tuple(_operator.index(d) for d in size))
-    return _grad(_C.full(shape, _fill_value("full", fill_value), dtype), requires_grad)
+    return _grad(_on_device(_C.full, device, shape, _fill_value("full", fill_value), dtype), requires_grad)
 
 
 def _like(name, input, dtype, device, fill=None):
@@ -375,7 +393,9 @@ def _like(name, input, dtype, device, fill=None):
     if not isinstance(input, _C.TensorBase):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
     _check_dtype(name, dtype)
-    check_device(device)
+    target = input.device if device is None else check_device(device)
+    if target != input.device:
+        return _place(_C.empty_like(input.cpu() if target.type == "cpu" else input.detach().cpu(), dtype or input.dtype, fill), target)
     return _C.empty_like(input, dtype or input.dtype, fill)
 
 
@@ -395,12 +415,29 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _grad(_like("full_like", input, dtype, device, _fill_value("full_like", fill_value)), requires_grad)
 
 
+def _random_like(name, input, dtype, device, kind):
+    # drawn on the CPU from the one generator (the GPU draws the same numbers), then moved
+    target = input.device if device is None else check_device(device)
+    host = _like(name, input, dtype, "cpu")
+    return _place(_C.random_(host, kind, 0.0, 1.0, True), target)
+
+
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _grad(_C.random_(_like("rand_like", input, dtype, device), "uniform", 0.0, 1.0, True), requires_grad)
+    return _grad(_random_like("rand_like", input, dtype, device, "uniform"), requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _grad(_C.random_(_like("randn_like", input, dtype, device), "normal", 0.0, 1.0, True), requires_grad)
+    return _grad(_random_like("randn_like", input, dtype, device, "normal"), requires_grad)
+
+
+def _on_device(factory, device, *args):
+    """A constant factory's result allocated and filled on `device` itself (no host copy)."""
+    target = check_device(device)
+    cuda = None if target.type == "cpu" else target.index
+    if factory is _C.full:
+        return factory(*args, cuda=cuda)
+    shape, dtype = args
+    return factory(*shape, dtype=dtype, cuda=cuda)
 
 
 def _grad(t, requires_grad):
@@ -428,7 +465,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, _number("arange", "end", start)
     else:
         start, end = _number("arange", "start", start), _number("arange", "end", end)
-    return _grad(_C.arange(start, end, _number("arange", "step", step), dtype), requires_grad)
+    return _grad(_place(_C.arange(start, end, _number("arange", "step", step), dtype), check_device(device)), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
@@ -437,7 +474,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if isinstance(steps, bool) or not _is_int(steps):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {type_name(steps)}")
     start, end = _number("linspace", "start", start), _number("linspace", "end", end)
-    return _grad(_C.linspace(start, end, _operator.index(steps), dtype), requires_grad)
+    return _grad(_place(_C.linspace(start, end, _operator.index(steps), dtype), check_device(device)), requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
@@ -446,17 +483,19 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     for arg, pos, v in (("n", 1, n), ("m", 2, m)):
         if v is not None and (isinstance(v, bool) or not _is_int(v)):
             raise TypeError(f"eye(): argument '{arg}' (position {pos}) must be int, not {type_name(v)}")
-    return _grad(_C.eye(_operator.index(n), None if m is None else _operator.index(m), dtype), requires_grad)
+    return _grad(_place(_C.eye(_operator.index(n), None if m is None else _operator.index(m), dtype), check_device(device)), requires_grad)
 
 
 # ----- random -----
 
 def rand(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
-    return _grad(_C.rand(*_factory_size("rand", args, size, dtype, device), dtype=dtype), requires_grad)
+    shape = _factory_size("rand", args, size, dtype, device)
+    return _grad(_place(_C.rand(*shape, dtype=dtype), check_device(device)), requires_grad)
 
 
 def randn(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
-    return _grad(_C.randn(*_factory_size("randn", args, size, dtype, device), dtype=dtype), requires_grad)
+    shape = _factory_size("randn", args, size, dtype, device)
+    return _grad(_place(_C.randn(*shape, dtype=dtype), check_device(device)), requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None, requires_grad=False):
@@ -470,7 +509,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
     if not isinstance(size, (tuple, list, Size)):
         raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type_name(size)}")
     shape = _check_non_negative("randint", _unpack_sizes("randint", size, 1))
-    return _grad(_C.randint(_operator.index(low), _operator.index(high), shape, dtype), requires_grad)
+    return _grad(_place(_C.randint(_operator.index(low), _operator.index(high), shape, dtype), check_device(device)), requires_grad)
 
 
 def manual_seed(seed):

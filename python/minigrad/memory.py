@@ -4,8 +4,9 @@
         loss = model(x).sum(); loss.backward()
     t.peak_bytes, t.retained_bytes      # exact, from the allocator's counters
 
-The per-device functions mirror `torch.cuda.memory_allocated(device)` and friends. This build
-computes on the CPU only, so the device argument is validated and must name the CPU.
+The per-device functions mirror `torch.cuda.memory_allocated(device)` and friends. On a CUDA
+device the engine counts the bytes of every live tensor's block itself (exact, whatever CuPy's
+pool keeps cached); `reserved` there is what the pool holds.
 """
 
 import os
@@ -13,28 +14,50 @@ import resource
 from contextlib import contextmanager
 
 from . import _C
-from ._cuda_probe import require as _require_cuda
+from ._cuda_probe import driver as _cuda_driver, require as _require_cuda
 from ._device import device as _device
 
 
 def _check_device(device):
-    """Parses `device` as torch does (typos fail with torch's words); only the CPU is tracked.
-    A CUDA device first says why it is unavailable, when it is."""
+    """The CUDA ordinal `device` names, or None for the CPU. Parses `device` as torch does (typos
+    fail with torch's words); a CUDA device first says why it is unavailable, when it is."""
     if device is None:
-        return
+        return None
     d = device if isinstance(device, _device) else _device(device)
     if d.type == "cuda":
-        _require_cuda(d.index)
+        index = d.index or 0
+        _require_cuda(index)
+        return index
     if d.type != "cpu":
-        raise RuntimeError(
-            f"minigrad.memory: no memory is tracked on device '{d}'; this build computes on the CPU only"
-        )
+        raise RuntimeError(f"minigrad.memory: no memory is tracked on device '{d}'")
+    return None
+
+
+def _counters(index):
+    if index is None:
+        return _C.memory_stats()
+    out = dict(_C._cuda_memory_stats(index))
+    reserved = out["allocated_bytes"]
+    from ._cuda_probe import cupy_module
+
+    cupy = cupy_module()
+    if cupy is not None and type(_cuda_driver(index)).__name__ == "CupyDriver":
+        reserved = max(reserved, cupy.get_default_memory_pool().total_bytes())
+    out["reserved_bytes"] = reserved
+    out["cached_bytes"] = reserved - out["allocated_bytes"]
+    return out
+
+
+def _reset_peak(index):
+    if index is None:
+        _C.reset_peak_memory()
+    else:
+        _C._cuda_reset_peak(index)
 
 
 def stats(device=None):
     """{'allocated_bytes', 'peak_bytes', 'reserved_bytes', 'cached_bytes'} for the device."""
-    _check_device(device)
-    return _C.memory_stats()
+    return _counters(_check_device(device))
 
 
 def allocated(device=None):
@@ -53,8 +76,7 @@ def reserved(device=None):
 
 
 def reset_peak(device=None):
-    _check_device(device)
-    _C.reset_peak_memory()
+    _reset_peak(_check_device(device))
 
 
 def empty_cache():
@@ -146,7 +168,7 @@ class Tracked:
                 f"peak_bytes={self.peak_bytes})")
 
 
-_active = []  # open track() blocks, outermost first: an inner block resets the peak counter
+_active = {}  # device -> open track() blocks, outermost first: an inner block resets the peak counter
 
 
 @contextmanager
@@ -155,25 +177,26 @@ def track(device=None):
 
     Blocks nest: an inner block resets the core's peak counter, so it first hands the peak seen
     so far to the blocks around it and, when it ends, its own peak."""
-    _check_device(device)
+    index = _check_device(device)
+    active = _active.setdefault(index, [])
     t = Tracked()
-    now = _C.memory_stats()
-    for outer in _active:
+    now = _counters(index)
+    for outer in active:
         outer._seen_peak = max(outer._seen_peak, now["peak_bytes"])
-    _C.reset_peak_memory()
+    _reset_peak(index)
     t.start_bytes = now["allocated_bytes"]
     t.rss_start = rss_bytes()
-    if not _active:
+    if not any(_active.values()):
         reset_rss_peak()
-    _active.append(t)
+    active.append(t)
     try:
         yield t
     finally:
-        _active.remove(t)
-        end = _C.memory_stats()
+        active.remove(t)
+        end = _counters(index)
         t.end_bytes = end["allocated_bytes"]
         t.peak_bytes = max(t._seen_peak, end["peak_bytes"], t.start_bytes)
-        for outer in _active:
+        for outer in active:
             outer._seen_peak = max(outer._seen_peak, t.peak_bytes)
         t.rss_end = rss_bytes()
         t.rss_peak = rss_peak_bytes()

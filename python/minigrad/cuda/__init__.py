@@ -6,11 +6,13 @@ one is missing, `is_available()` is False and anything that needs the GPU raises
 that names the missing piece (`why_unavailable()` gives the same sentence). See docs/gpu.md.
 """
 
-from .._cuda_probe import cupy_module as _cupy, probe as _probe, require as _require
+from .._cuda_probe import driver as _driver, probe as _probe, require as _require
+from .._errors import OutOfMemoryError
 
 __all__ = [
     "is_available", "why_unavailable", "device_count", "current_device", "synchronize",
-    "get_device_name", "manual_seed", "manual_seed_all", "initial_seed",
+    "get_device_name", "manual_seed", "manual_seed_all", "initial_seed", "OutOfMemoryError",
+    "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "empty_cache",
 ]
 
 
@@ -29,20 +31,55 @@ def device_count():
 
 def current_device():
     _require()
-    return _cupy().cuda.runtime.getDevice()
+    return 0
+
+
+def _index(device):
+    from .._device import device as _device
+
+    index = 0 if device is None else (device if isinstance(device, int) else (_device(device).index or 0))
+    _require(index)
+    return index
 
 
 def synchronize(device=None):
-    _require()
-    _cupy().cuda.runtime.deviceSynchronize()
+    """Waits for every kernel queued on the device (`item()`, `tolist()`, `.cpu()` do it too)."""
+    _driver(_index(device)).synchronize()
 
 
 def get_device_name(device=None):
-    _require()
-    from .._device import device as _device
-    index = 0 if device is None else (device if isinstance(device, int) else (_device(device).index or 0))
-    _require(index)
-    return _cupy().cuda.runtime.getDeviceProperties(index)["name"].decode()
+    return _driver(_index(device)).device_name()
+
+
+def memory_allocated(device=None):
+    """Bytes held by live tensors on the device, exact (counted by the engine, not the pool)."""
+    from .. import memory
+
+    return memory.allocated(f"cuda:{_index(device)}")
+
+
+def max_memory_allocated(device=None):
+    from .. import memory
+
+    return memory.peak(f"cuda:{_index(device)}")
+
+
+def reset_peak_memory_stats(device=None):
+    from .. import memory
+
+    memory.reset_peak(f"cuda:{_index(device)}")
+
+
+def empty_cache():
+    """Returns the free blocks of CuPy's memory pool to the driver."""
+    from .._cuda_probe import cupy_module
+
+    cupy = cupy_module()
+    if cupy is not None and _probe()[0] > 0:
+        try:
+            cupy.get_default_memory_pool().free_all_blocks()
+        except Exception:  # the host emulation: nothing is pooled
+            pass
 
 
 _seed = [None]

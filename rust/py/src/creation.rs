@@ -13,26 +13,31 @@ fn dtype_or(d: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None))]
-pub fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (*size, dtype=None, cuda=None))]
+pub fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, cuda: Option<u32>) -> PyResult<Py<PyAny>> {
     let shape = shape_from_args(size)?;
     let d = dtype_or(dtype, DType::Float32)?;
-    wrap(py, run(py, 0, move || Tensor::empty(&shape, d))?)
+    wrap(py, run(py, 0, move || Tensor::empty_on(&shape, d, on(cuda)))?)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None))]
-pub fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (*size, dtype=None, cuda=None))]
+pub fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, cuda: Option<u32>) -> PyResult<Py<PyAny>> {
     let shape = shape_from_args(size)?;
     let d = dtype_or(dtype, DType::Float32)?;
     let n = minigrad_core::shape::numel(&shape);
-    wrap(py, run(py, n, move || Tensor::zeros(&shape, d))?)
+    wrap(py, run(py, n, move || Tensor::zeros_on(&shape, d, on(cuda)))?)
+}
+
+/// The device of the `cuda=` argument of the constant factories: an ordinal, or the CPU.
+fn on(cuda: Option<u32>) -> minigrad_core::Device {
+    cuda.map_or(minigrad_core::Device::Cpu, minigrad_core::Device::Cuda)
 }
 
 /// `full(size, value, dtype=None)`: the dtype follows the value (1 -> int64, 1.0 -> float32).
 #[pyfunction]
-#[pyo3(signature = (size, fill_value, dtype=None))]
-pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (size, fill_value, dtype=None, cuda=None))]
+pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, cuda: Option<u32>) -> PyResult<Py<PyAny>> {
     let shape = shape_from_args(&PyTuple::new(py, [size])?)?;
     let v = match to_scalar(fill_value)? {
         Some(v) => v,
@@ -43,7 +48,7 @@ pub fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAn
     };
     let d = dtype_or(dtype, v.wrapped_dtype())?;
     let n = minigrad_core::shape::numel(&shape);
-    wrap(py, run(py, n, move || Tensor::full(&shape, v, d))?)
+    wrap(py, run(py, n, move || Tensor::full_on(&shape, v, d, on(cuda)))?)
 }
 
 #[pyfunction]

@@ -10,6 +10,7 @@ mod autograd;
 mod composite;
 mod convert;
 mod creation;
+mod cuda;
 mod cuda_sources;
 mod device;
 mod dlpack;
@@ -49,5 +50,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     scan_sort::register(m)?;
     composite::register(m)?;
     cuda_sources::register(m)?;
+    cuda::register(m)?;
     Ok(())
 }

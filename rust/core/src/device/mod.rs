@@ -117,6 +117,18 @@ pub fn register(backend: Box<dyn Backend>) -> Result<()> {
     Ok(())
 }
 
+/// Forgets the backend of `device` (the CPU's stays). The backend itself is not freed: tensors
+/// on it may still exist, and their ops now fail with the "no backend" error. For tests that
+/// register a stand-in device and leave the process as they found it.
+pub fn unregister(device: Device) {
+    if let Device::Cuda(i) = device {
+        let mut table = CUDA.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = table.get_mut(i as usize) {
+            *slot = None;
+        }
+    }
+}
+
 /// The backend of `device`, or torch's words for a device this process cannot use.
 pub fn backend(device: Device) -> Result<&'static dyn Backend> {
     match device {

@@ -1,0 +1,338 @@
+//! The CUDA backend: the core's `Backend` for one GPU, launching the `.cu` kernels that sit
+//! beside each op through the driver (CuPy). Shapes, dtypes, the write path and autograd were
+//! settled by the op layer before any of this runs; here an op becomes a kernel name, a
+//! parameter block and a grid.
+
+use super::driver::{CopyKind, Driver};
+use super::kernels::{exists, ty, FunctionCache};
+use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
+use super::memory::{counters, Counters, DeviceBlock};
+use minigrad_core::device::{Backend, BinaryMode, Bound, Device};
+use minigrad_core::dtype::{DType, Scalar};
+use minigrad_core::error::{Error, Result};
+use minigrad_core::ops::binary::BinaryOp;
+use minigrad_core::ops::broadcast_strides;
+use minigrad_core::ops::unary::UnaryOp;
+use minigrad_core::storage::Storage;
+use minigrad_core::tensor::Tensor;
+use std::sync::Arc;
+
+pub struct Cuda {
+    index: u32,
+    pub(super) driver: Driver,
+    functions: FunctionCache,
+    counters: &'static Counters,
+}
+
+impl Cuda {
+    pub fn new(index: u32, driver: Driver) -> Result<Cuda> {
+        let counters = counters(index)
+            .ok_or_else(|| Error::Runtime(format!("minigrad: CUDA device ordinals above {} are not supported", super::memory::MAX_DEVICES - 1)))?;
+        Ok(Cuda { index, driver, functions: FunctionCache::default(), counters })
+    }
+
+    /// Launches `name` with `params` over `n` elements (nothing to do when `n` is 0).
+    fn launch(&self, name: &str, n: usize, params: &mut Params) -> Result<()> {
+        self.launch_on(name, grid_for(n), BLOCK, n, params)
+    }
+
+    fn launch_on(&self, name: &str, grid: u32, block: u32, n: usize, params: &mut Params) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let f = self.functions.get(&self.driver, name)?;
+        let ptrs = params.pointers();
+        self.driver.launch(f, grid, block, 0, ptrs.as_ptr() as u64)
+    }
+
+    /// `t` where a kernel can read it: a 0-d CPU tensor (a wrapped number, which may join ops on
+    /// any device) is copied to this device; device tensors are returned as they are.
+    fn resident(&self, t: &Tensor) -> Result<Tensor> {
+        if t.device() == self.device() {
+            return Ok(t.clone());
+        }
+        if !t.device().is_cpu() || t.ndim() != 0 {
+            return Err(minigrad_core::device::check_same_device([self.device(), t.device()]).err().unwrap_or_else(|| {
+                Error::Runtime(format!("minigrad: expected a tensor on {}", self.device()))
+            }));
+        }
+        let host = minigrad_core::ops::copy::contiguous_raw(t)?;
+        let dev = Tensor::empty_on(&[], t.dtype(), self.device())?;
+        self.transfer(&host, &dev, false)?;
+        Ok(dev)
+    }
+
+    /// An elementwise launch over `shape`: the strided kernel `strided`, or `contig` when every
+    /// operand is dense in the same order. `tail` appends the parameters after the operands
+    /// and `n` (the strided kernels take the iteration shape before `n`).
+    #[allow(clippy::too_many_arguments)]
+    fn elementwise(
+        &self,
+        strided: &str,
+        contig: &str,
+        shape: &[usize],
+        operands: Vec<Operand>,
+        tail: impl Fn(&mut Params),
+    ) -> Result<()> {
+        let g = Geometry::new(shape, operands);
+        if g.numel == 0 {
+            return Ok(());
+        }
+        let mut p = Params::new();
+        if g.is_contiguous() {
+            for o in &g.operands {
+                p.ptr(o.first());
+            }
+            p.i64(g.numel as i64);
+            tail(&mut p);
+            return self.launch(contig, g.numel, &mut p);
+        }
+        if g.too_many_dims() {
+            return Err(Error::Runtime("minigrad: CUDA kernels support at most 25 dimensions".into()));
+        }
+        for o in &g.operands {
+            p.ptr(o.base).strides(o.offset, &o.strides);
+        }
+        p.shape(&g.shape).i64(g.numel as i64);
+        tail(&mut p);
+        self.launch(strided, g.numel, &mut p)
+    }
+}
+
+fn own(t: &Tensor) -> Operand {
+    Operand::of(t, t.strides().to_vec())
+}
+
+fn bcast(t: &Tensor, shape: &[usize]) -> Operand {
+    Operand::of(t, broadcast_strides(t, shape))
+}
+
+/// A one-element host scalar's value.
+fn host_value(t: &Tensor) -> Result<Scalar> {
+    t.item()
+}
+
+fn unsupported(what: &str, dtype: DType, device: Device) -> Error {
+    Error::NotImplemented(format!("minigrad: {what} is not implemented for {} tensors on {device}", dtype.name()))
+}
+
+impl Backend for Cuda {
+    fn device(&self) -> Device {
+        Device::Cuda(self.index)
+    }
+
+    fn allocate(&self, nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
+        let (ptr, owner) = self.driver.alloc(nbytes)?;
+        let block = DeviceBlock::new(owner, nbytes, self.counters);
+        if zeroed && nbytes > 0 {
+            self.driver.memset_zero(ptr, nbytes)?;
+        }
+        // SAFETY: the driver returned `nbytes` of device memory at `ptr` (pool blocks are 512-byte
+        // aligned), kept alive by `owner`, now owned by the storage through `block`; the core never
+        // dereferences a CUDA storage's pointer (only this backend's kernels and copies use it).
+        Ok(unsafe { Storage::from_foreign_on(self.device(), ptr as *mut u8, nbytes, dtype, Box::new(block)) })
+    }
+
+    fn copy(&self, dst: &Tensor, src: &Tensor, src_strides: &[isize]) -> Result<()> {
+        let src = self.resident(src)?;
+        let strides = if src.ndim() == 0 { vec![0; dst.ndim()] } else { src_strides.to_vec() };
+        let (o, t) = (ty(dst.dtype()), ty(src.dtype()));
+        self.elementwise(
+            &format!("mg_copy<{o}, {t}>"),
+            &format!("mg_copy_contig<{o}, {t}>"),
+            dst.shape(),
+            vec![own(dst), Operand::of(&src, strides)],
+            |_| {},
+        )
+    }
+
+    fn fill(&self, dst: &Tensor, value: Scalar) -> Result<()> {
+        let t = ty(dst.dtype());
+        let dtype = dst.dtype();
+        self.elementwise(&format!("mg_fill<{t}>"), &format!("mg_fill_contig<{t}>"), dst.shape(), vec![own(dst)], |p| {
+            p.scalar(value, dtype);
+        })
+    }
+
+    fn unary(&self, op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        let (o, t) = (ty(dst.dtype()), ty(src.dtype()));
+        let name = format!("{op:?}");
+        let strided = format!("mg_unary<{o}, {t}, mg::{name}>");
+        if !exists(&strided) {
+            // bool and integer tensors: ops that leave them as they are (abs, floor, ... of bool)
+            if dst.dtype() == src.dtype() && !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::BitwiseNot | UnaryOp::LogicalNot) || dst.dtype() == DType::Bool && src.dtype() == DType::Bool && op == UnaryOp::Abs {
+                return if in_place { Ok(()) } else { self.copy(dst, src, src.strides()) };
+            }
+            return Err(unsupported(&format!("{op:?}"), src.dtype(), self.device()));
+        }
+        let ops = if in_place { vec![own(dst), own(dst)] } else { vec![own(dst), own(src)] };
+        self.elementwise(&strided, &format!("mg_unary_contig<{o}, {t}, mg::{name}>"), dst.shape(), ops, |p| {
+            p.f64(0.0).f64(0.0);
+        })
+    }
+
+    fn binary(&self, op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, alpha: Option<f64>) -> Result<()> {
+        let shape = dst.shape().to_vec();
+        let (name, p0) = match alpha {
+            Some(al) => ("AddAlpha".to_string(), if op == BinaryOp::Sub { -al } else { al }),
+            None => (format!("{op:?}"), 0.0),
+        };
+        let compute = a.dtype();
+        let (o, t) = (ty(dst.dtype()), ty(compute));
+        let a_here = a.device() == self.device();
+        let b_here = b.device() == self.device();
+        if !a_here || !b_here {
+            // One operand is a wrapped number on the CPU: pass it by value.
+            let (x, s, scalar_first) = if b_here { (b, a, 1) } else { (a, b, 0) };
+            if !x.device().eq(&self.device()) {
+                return Err(Error::Runtime("minigrad: a binary op needs at least one operand on the device".into()));
+            }
+            let value = host_value(s)?;
+            let xo = if mode == BinaryMode::Fresh { bcast(x, &shape) } else { own(dst) };
+            let g = Geometry::new(&shape, vec![own(dst), xo]);
+            let mut p = Params::new();
+            let kernel = if g.is_contiguous() {
+                p.ptr(g.operands[0].first()).ptr(g.operands[1].first()).scalar(value, compute).i64(g.numel as i64);
+                format!("mg_binary_scalar_contig<{o}, {t}, mg::{name}>")
+            } else {
+                for op in &g.operands {
+                    p.ptr(op.base).strides(op.offset, &op.strides);
+                }
+                p.scalar(value, compute).shape(&g.shape).i64(g.numel as i64);
+                format!("mg_binary_scalar<{o}, {t}, mg::{name}>")
+            };
+            p.i32(scalar_first).f64(p0);
+            return self.launch(&kernel, g.numel, &mut p);
+        }
+        let ops = match mode {
+            BinaryMode::Fresh => vec![own(dst), bcast(a, &shape), bcast(b, &shape)],
+            BinaryMode::InPlace => vec![own(dst), own(dst), bcast(b, &shape)],
+            BinaryMode::InPlaceSelf => vec![own(dst), own(dst), own(dst)],
+        };
+        self.elementwise(
+            &format!("mg_binary<{o}, {t}, mg::{name}>"),
+            &format!("mg_binary_contig<{o}, {t}, mg::{name}>"),
+            &shape,
+            ops,
+            |p| {
+                p.f64(p0);
+            },
+        )
+    }
+
+    fn where_(&self, dst: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        let shape = dst.shape().to_vec();
+        let (c, a, b) = (self.resident(cond)?, self.resident(a)?, self.resident(b)?);
+        let t = ty(dst.dtype());
+        self.elementwise(
+            &format!("mg_where<{t}>"),
+            &format!("mg_where_contig<{t}>"),
+            &shape,
+            vec![own(dst), bcast(&c, &shape), bcast(&a, &shape), bcast(&b, &shape)],
+            |_| {},
+        )
+    }
+
+    fn masked_fill(&self, dst: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
+        let shape = dst.shape().to_vec();
+        let m = self.resident(mask)?;
+        let dtype = dst.dtype();
+        let t = ty(dtype);
+        self.elementwise(
+            &format!("mg_masked_fill<{t}>"),
+            &format!("mg_masked_fill_contig<{t}>"),
+            &shape,
+            vec![own(dst), bcast(&m, &shape)],
+            |p| {
+                p.scalar(value, dtype);
+            },
+        )
+    }
+
+    fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()> {
+        let shape = dst.shape().to_vec();
+        let dtype = dst.dtype();
+        let t = ty(dtype);
+        let x = if in_place { own(dst) } else { bcast(src, &shape) };
+        let has = i32::from(!matches!(lo, Bound::None)) | (i32::from(!matches!(hi, Bound::None)) << 1);
+        let numbers_only = !matches!(lo, Bound::Tensor(_)) && !matches!(hi, Bound::Tensor(_));
+        if numbers_only && dtype != DType::Bool {
+            let value = |b: Bound<'_>| match b {
+                Bound::Number(s) => s,
+                _ => Scalar::Int(0),
+            };
+            let (l, h) = (value(lo), value(hi));
+            return self.elementwise(
+                &format!("mg_clamp_scalar<{t}>"),
+                &format!("mg_clamp_scalar_contig<{t}>"),
+                &shape,
+                vec![own(dst), x],
+                |p| {
+                    p.scalar(l, dtype).scalar(h, dtype).i32(has);
+                },
+            );
+        }
+        // Tensor bounds (a number beside one becomes a one-element device tensor).
+        let bound = |b: Bound<'_>| -> Result<Tensor> {
+            match b {
+                Bound::Tensor(t) => self.resident(t),
+                Bound::Number(s) => {
+                    let d = Tensor::empty_on(&[], dtype, self.device())?;
+                    self.fill(&d, s)?;
+                    Ok(d)
+                }
+                Bound::None => Tensor::empty_on(&[], dtype, self.device()),
+            }
+        };
+        let (l, h) = (bound(lo)?, bound(hi)?);
+        self.elementwise(
+            &format!("mg_clamp<{t}>"),
+            &format!("mg_clamp_contig<{t}>"),
+            &shape,
+            vec![own(dst), x, bcast(&l, &shape), bcast(&h, &shape)],
+            |p| {
+                p.i32(has);
+            },
+        )
+    }
+
+    fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
+        let shape = dst.shape().to_vec();
+        let src = self.resident(src)?;
+        let t = ty(dst.dtype());
+        let g = Geometry::new(&shape, vec![own(dst), own(dst), bcast(&src, &shape)]);
+        if dst.layout.has_internal_overlap() {
+            // Elements of dst that share memory must each receive every contribution: one
+            // thread walks them all, in order (rare: a gradient accumulated into an expanded view).
+            let mut p = Params::new();
+            for o in &g.operands {
+                p.ptr(o.base).strides(o.offset, &o.strides);
+            }
+            p.shape(&g.shape).i64(g.numel as i64).f64(0.0);
+            return self.launch_on(&format!("mg_binary<{t}, {t}, mg::Add>"), 1, 1, g.numel, &mut p);
+        }
+        self.elementwise(
+            &format!("mg_binary<{t}, {t}, mg::Add>"),
+            &format!("mg_binary_contig<{t}, {t}, mg::Add>"),
+            &shape,
+            g.operands,
+            |p| {
+                p.f64(0.0);
+            },
+        )
+    }
+
+    fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {
+        let n = device.numel() * device.dtype().size();
+        if n == 0 {
+            return Ok(());
+        }
+        let addr = |t: &Tensor| t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64;
+        if to_host {
+            self.driver.copy(addr(host), addr(device), n, CopyKind::DeviceToHost)
+        } else {
+            self.driver.copy(addr(device), addr(host), n, CopyKind::HostToDevice)
+        }
+    }
+}
+

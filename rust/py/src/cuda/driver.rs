@@ -1,0 +1,68 @@
+//! The Python object that owns CUDA for the backend: CuPy (`minigrad.cuda._cupy_driver`) on a
+//! GPU, or the host emulation the tests register (`tests/cuda_host/driver.py`). The backend asks
+//! it for memory, copies, compiled functions and launches, and nothing else, so all of CUDA's
+//! Python-side state (the memory pool, the current stream, NVRTC's cache) stays CuPy's.
+//!
+//! Every call attaches to the interpreter (the core may be running with the GIL released) and
+//! turns a Python exception into a core error that carries it back unchanged (`errors::stash`),
+//! so CuPy's out-of-memory error, for one, reaches the user as itself.
+
+use crate::errors::stash;
+use minigrad_core::error::Result;
+use pyo3::prelude::*;
+
+/// Which way `copy` moves bytes.
+#[derive(Clone, Copy)]
+pub enum CopyKind {
+    HostToDevice,
+    DeviceToHost,
+}
+
+pub struct Driver {
+    obj: Py<PyAny>,
+}
+
+impl Driver {
+    pub fn new(obj: Py<PyAny>) -> Driver {
+        Driver { obj }
+    }
+
+    /// `nbytes` of device memory: its address and the Python object that keeps it alive (the
+    /// block returns to the pool when that object is released).
+    pub fn alloc(&self, nbytes: usize) -> Result<(u64, Py<PyAny>)> {
+        Python::attach(|py| {
+            let r = self.obj.bind(py).call_method1("alloc", (nbytes,)).map_err(stash)?;
+            r.extract::<(u64, Py<PyAny>)>().map_err(|e| stash(e.into()))
+        })
+    }
+
+    pub fn memset_zero(&self, ptr: u64, nbytes: usize) -> Result<()> {
+        Python::attach(|py| self.obj.bind(py).call_method1("memset_zero", (ptr, nbytes)).map(drop).map_err(stash))
+    }
+
+    /// A synchronous copy of `nbytes` (host addresses are plain process memory).
+    pub fn copy(&self, dst: u64, src: u64, nbytes: usize, kind: CopyKind) -> Result<()> {
+        let kind = match kind {
+            CopyKind::HostToDevice => "h2d",
+            CopyKind::DeviceToHost => "d2h",
+        };
+        Python::attach(|py| self.obj.bind(py).call_method1("copy", (dst, src, nbytes, kind)).map(drop).map_err(stash))
+    }
+
+    /// The handle of kernel `expr` of source `source`, compiling it (with `group`, the instances
+    /// likely to be wanted next, in one NVRTC program) when it is not cached yet.
+    pub fn function(&self, source: &str, expr: &str, group: Vec<String>) -> Result<u64> {
+        Python::attach(|py| {
+            let r = self.obj.bind(py).call_method1("function", (source, expr, group)).map_err(stash)?;
+            r.extract::<u64>().map_err(|e| stash(e.into()))
+        })
+    }
+
+    /// Launches `function` on `grid` x `block` threads on the current stream; `params` is the
+    /// address of the `void*` array of its parameters.
+    pub fn launch(&self, function: u64, grid: u32, block: u32, shared_bytes: u32, params: u64) -> Result<()> {
+        Python::attach(|py| {
+            self.obj.bind(py).call_method1("launch", (function, grid, block, shared_bytes, params)).map(drop).map_err(stash)
+        })
+    }
+}

@@ -1,0 +1,442 @@
+"""The CUDA backend (rust/py/src/cuda/) against torch: values, dtypes, versions, gradients, the
+device rules and errors, memory accounting.
+
+On a machine with a GPU (and CuPy) the tests run on it. Without one they run on `cuda:0`
+emulated by the host: tests/cuda_host/driver.py provides the driver interface over host memory
+and the g++ build of the same `.cu` kernels, so the Rust backend (kernel choice, parameter
+packing, layouts, broadcasting, wrapped numbers, the engine's device rules) runs exactly as on a
+GPU. `DEVICE_KIND` says which one ran; CUDA's math library differs from the C library's by an
+ulp or two, so transcendental results are compared with torch's closeness rather than bitwise.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+import minigrad as mg
+from minigrad import _C
+
+
+def _real_gpu():
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+REAL_GPU = _real_gpu()
+DEVICE_KIND = "gpu" if REAL_GPU else "host-emulated"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cuda_device(tmp_path_factory):
+    if REAL_GPU:
+        assert mg.cuda.is_available(), mg.cuda.why_unavailable()
+        yield None
+        return
+    from cuda_host.checks import host_build
+    from cuda_host.driver import HostDriver
+
+    assert not _C.has_backend("cuda", 0), "a CUDA backend is already registered"
+    driver = HostDriver(host_build(tmp_path_factory))
+    _C._cuda_register(0, driver)
+    try:
+        yield driver
+    finally:
+        _C._cuda_unregister(0)
+
+
+def on(x, dtype=None):
+    """A torch CPU tensor's values as a minigrad tensor on cuda (through the host copy)."""
+    return mg.from_numpy(x.numpy().copy()).to("cuda") if dtype is None else mg.tensor(x.tolist(), dtype=dtype, device="cuda")
+
+
+def back(t):
+    """A minigrad tensor's values as a torch CPU tensor."""
+    return torch.from_numpy(t.cpu().numpy().copy())
+
+
+def same(mine, ref, exact=True):
+    assert mine.device.type == "cuda", mine.device
+    assert str(mine.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1], (mine.dtype, ref.dtype)
+    assert tuple(mine.shape) == tuple(ref.shape)
+    got = back(mine)
+    if exact or not ref.dtype.is_floating_point:
+        assert torch.equal(got.isnan(), ref.isnan()) if ref.dtype.is_floating_point else True
+        mask = ~ref.isnan() if ref.dtype.is_floating_point else torch.ones_like(ref, dtype=torch.bool)
+        assert torch.equal(got[mask], ref[mask]), (got, ref)
+        if ref.dtype.is_floating_point:  # signs of zero too
+            assert torch.equal(torch.signbit(got[mask]), torch.signbit(ref[mask]))
+    else:
+        torch.testing.assert_close(got, ref, equal_nan=True, rtol=4e-6 if ref.dtype == torch.float32 else 1e-13, atol=1e-30)
+
+
+EDGE = [0.0, -0.0, 1.5, -2.5, 0.5, -0.5, 3.0, 1e-3, -7.25, 100.0, float("inf"), float("-inf"), float("nan"), 2.0]
+
+
+def values(dtype, n=14):
+    if dtype.is_floating_point:
+        return torch.tensor(EDGE[:n], dtype=dtype)
+    if dtype == torch.bool:
+        return torch.tensor([True, False] * (n // 2), dtype=dtype)
+    info = torch.iinfo(dtype)
+    base = [0, 1, -1, 7, -8, 3, info.max, info.min, 100, -100, 2, 5, -3, 9]
+    return torch.tensor(base[:n], dtype=dtype)
+
+
+def layouts(x):
+    """(name, torch view) of the same values: contiguous, strided, offset, transposed, expanded."""
+    x2 = x.reshape(2, 7)
+    big = torch.zeros(4, 9, dtype=x.dtype)
+    big[1:3, 1:8] = x2
+    return [
+        ("contiguous", x2),
+        ("offset-strided", big[1:3, 1:8]),
+        ("transposed", x2.t().contiguous().t()),
+        ("expanded", x2[:1].expand(3, 7)),
+        ("0-d", x2[0, 3].clone()),
+        ("empty", x2[:0]),
+    ]
+
+
+def to_mg(view):
+    """The same layout on cuda: the base copied over, then the same view taken."""
+    if view.dim() == 0 or view.numel() == 0 or view.is_contiguous():
+        return on(view.contiguous()), view
+    base = view.as_strided((view.untyped_storage().nbytes() // view.element_size(),), (1,), 0)
+    mb = on(base.clone())
+    return mb.as_strided(tuple(view.shape), tuple(view.stride()), view.storage_offset()), view
+
+
+FLOATS = [torch.float32, torch.float64]
+ALL = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bool]
+
+
+def test_device_kind_is_reported(cuda_device):
+    print(f"CUDA backend tests run on: {DEVICE_KIND} ({mg.cuda.get_device_name()})")
+    assert mg.cuda.is_available() and mg.cuda.device_count() >= 1
+
+
+# ----- creation, transfers, reads -----
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_factories_and_round_trip(dtype):
+    mdt = getattr(mg, str(dtype).split(".")[-1])
+    v = values(dtype)
+    t = mg.tensor(v.tolist(), dtype=mdt, device="cuda")
+    assert t.is_cuda and str(t.device) == "cuda:0" and t.device.type == "cuda"
+    same(t, v)
+    assert t.tolist() == v.tolist() or dtype.is_floating_point
+    assert t[3].item() == v[3].item()
+    same(mg.zeros(2, 3, dtype=mdt, device="cuda"), torch.zeros(2, 3, dtype=dtype))
+    same(mg.ones(2, 3, dtype=mdt, device="cuda"), torch.ones(2, 3, dtype=dtype))
+    same(mg.full((4,), 3, dtype=mdt, device="cuda"), torch.full((4,), 3, dtype=dtype))
+    assert mg.empty(0, 3, dtype=mdt, device="cuda").shape == (0, 3)
+
+
+def test_factories_with_device_and_grad_make_leaves():
+    for make in (lambda: mg.zeros(3, device="cuda", requires_grad=True), lambda: mg.tensor([1.0, 2.0], device="cuda", requires_grad=True),
+                 lambda: mg.randn(4, device="cuda", requires_grad=True), lambda: mg.arange(3.0, device="cuda", requires_grad=True)):
+        t = make()
+        assert t.is_cuda and t.is_leaf and t.requires_grad and t.grad_fn is None
+    like = mg.zeros_like(mg.ones(2, 2, device="cuda"))
+    assert like.is_cuda
+    same(like, torch.zeros(2, 2))
+    assert mg.rand_like(like).is_cuda and not mg.zeros_like(like, device="cpu").is_cuda
+
+
+def test_to_and_back_is_differentiable():
+    x = mg.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x.cuda()
+    assert y.grad_fn.name() == "ToCopyBackward0" and y.is_cuda
+    (y * y).cpu().sum().backward()
+    assert x.grad.tolist() == [2.0, -4.0, 6.0] and not x.grad.is_cuda
+
+
+def test_numpy_of_a_cuda_tensor_raises_torchs_error():
+    t = mg.ones(2, device="cuda")
+    with pytest.raises(TypeError) as mine:
+        t.numpy()
+    assert "can't convert cuda:0 device type tensor to numpy" in str(mine.value)
+
+
+# ----- unary -----
+
+UNARY_FLOAT = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+               "relu", "reciprocal", "floor", "ceil", "round", "trunc"]
+TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "rsqrt"}
+
+
+@pytest.mark.parametrize("op", UNARY_FLOAT)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_unary_float_ops_every_layout(op, dtype):
+    for name, view in layouts(values(dtype)):
+        m, ref_in = to_mg(view)
+        ref = getattr(torch, op)(ref_in)
+        # exact where the C library and CUDA agree on correctly rounded results; close otherwise
+        same(getattr(mg, op)(m), ref, exact=op not in TRANSCENDENTAL and not (REAL_GPU and op == "sigmoid"))
+
+
+@pytest.mark.parametrize("op", ["neg", "abs", "sign", "relu", "bitwise_not"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_unary_int_ops(op, dtype):
+    for name, view in layouts(values(dtype)):
+        m, ref_in = to_mg(view)
+        same(getattr(mg, op)(m), getattr(torch, op)(ref_in))
+
+
+def test_unary_in_place_bumps_the_version_once_and_keeps_views():
+    x = mg.tensor([[1.0, -2.0], [3.0, -4.0]], device="cuda")
+    v = x.t()
+    x.relu_()
+    assert x._version == 1 and v._version == 1
+    same(v, torch.tensor([[1.0, -2.0], [3.0, -4.0]]).relu().t())
+    v.neg_()  # writes through the transposed view
+    same(x, -torch.tensor([[1.0, -2.0], [3.0, -4.0]]).relu())
+    assert x._version == 2
+
+
+def test_logical_not_and_int_to_float_ops():
+    b = mg.tensor([True, False], device="cuda")
+    same(mg.logical_not(b), torch.tensor([False, True]))
+    i = mg.tensor([1, 4, 9], device="cuda")
+    same(i.sqrt(), torch.tensor([1, 4, 9]).sqrt())
+    same(mg.logical_not(i), torch.tensor([False, False, False]))
+
+
+# ----- binary -----
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
+          "logical_and", "logical_or", "logical_xor"]
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("dtype", ALL)
+def test_binary_ops_with_broadcast_and_layouts(op, dtype):
+    if dtype == torch.bool and op in ("sub", "div", "remainder", "pow"):
+        return
+    a = values(dtype).reshape(2, 7)
+    b = values(dtype).flip(0).reshape(2, 7)
+    if not dtype.is_floating_point and op in ("div", "remainder"):
+        b = torch.where(b == 0, torch.ones_like(b), b)
+    if not dtype.is_floating_point and op == "pow":
+        a, b = a.clamp(-3, 3), b.abs().clamp(0, 4)
+    f = getattr(torch, op)
+    g = getattr(mg, op)
+    exact = op != "pow"
+    same(g(on(a), on(b)), f(a, b), exact)
+    same(g(on(a), on(b[1:])), f(a, b[1:]), exact)  # broadcast rows
+    same(g(on(a.t().contiguous()).t(), on(b)), f(a, b), exact)  # a transposed operand
+    same(g(on(a[:, :1]), on(b)), f(a[:, :1], b), exact)  # broadcast columns
+    if dtype != torch.bool:
+        s = 2.5 if dtype.is_floating_point else 3
+        for args in ((a, s), (s, b)):
+            try:
+                ref = f(*args)
+            except TypeError:  # torch takes no number there (maximum, logical_and, ...): neither do we
+                with pytest.raises(TypeError):
+                    g(*[on(t) if isinstance(t, torch.Tensor) else t for t in args])
+                continue
+            same(g(*[on(t) if isinstance(t, torch.Tensor) else t for t in args]), ref, exact)
+
+
+def test_type_promotion_matches_torch():
+    i = torch.tensor([1, 2, 3])
+    f = torch.tensor([0.5, 1.5, -2.0])
+    same(on(i) + on(f), i + f)
+    same(on(i) / 2, i / 2)
+    same(on(i) * 2.5, i * 2.5)
+    same(on(f.double()) + on(f), f.double() + f)
+    same(on(i).int() + on(i), i.int() + i)
+
+
+def test_a_cpu_scalar_tensor_may_join_cuda_ops():
+    x = torch.tensor([1.0, 2.0, -3.0])
+    s = torch.tensor(2.0)
+    same(on(x) * mg.tensor(2.0), x * s)
+    same(mg.tensor(2.0) - on(x), s - x)
+    same(mg.where(on(x) > 0, on(x), mg.tensor(0.0)), torch.where(x > 0, x, s * 0))
+
+
+def test_mixing_devices_raises_torchs_error():
+    with pytest.raises(RuntimeError) as mine:
+        mg.ones(3, device="cuda") + mg.ones(3)
+    assert str(mine.value) == "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64])
+def test_binary_in_place_alpha_and_self(dtype):
+    a = values(dtype).reshape(2, 7)
+    b = values(dtype).flip(0).reshape(2, 7)
+    m = on(a)
+    m.add_(on(b), alpha=2)
+    same(m, a.clone().add_(b, alpha=2))
+    m.sub_(on(b[0]), alpha=3)
+    same(m, a.clone().add_(b, alpha=2).sub_(b[0], alpha=3))
+    assert m._version == 2
+    m += m
+    ref = a.clone().add_(b, alpha=2).sub_(b[0], alpha=3)
+    ref += ref
+    same(m, ref)
+    view = m[:, 1:4]
+    view.mul_(2)
+    ref[:, 1:4].mul_(2)
+    same(m, ref)
+    assert m._version == 4
+
+
+def test_in_place_onto_an_expanded_tensor_is_refused_as_torch():
+    x = mg.zeros(1, 3, device="cuda").expand(2, 3)
+    with pytest.raises(RuntimeError, match="unsupported operation: more than one element of the written-to tensor"):
+        x.add_(1)
+
+
+
+
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=3), st.lists(st.integers(1, 3), min_size=0, max_size=3),
+       st.sampled_from(["add", "mul", "maximum", "lt"]))
+def test_broadcast_shapes_match_torch(sa, sb, op):
+    ta = torch.arange(math.prod(sa), dtype=torch.float32).reshape(sa) - 2
+    tb = torch.arange(math.prod(sb), dtype=torch.float32).reshape(sb) * 0.5
+    try:
+        ref = getattr(torch, op)(ta, tb)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as mine:
+            getattr(mg, op)(on(ta), on(tb))
+        assert str(mine.value) == str(e)
+        return
+    same(getattr(mg, op)(on(ta), on(tb)), ref)
+
+
+# ----- where, clamp, masked_fill, copies and casts -----
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_where_and_masked_fill(dtype):
+    a, b = values(dtype).reshape(2, 7), values(dtype).flip(0).reshape(2, 7)
+    c = torch.tensor([True, False] * 7).reshape(2, 7)
+    same(mg.where(on(c), on(a), on(b)), torch.where(c, a, b))
+    same(mg.where(on(c[:, :1]), on(a), on(b[0])), torch.where(c[:, :1], a, b[0]))
+    m = on(a)
+    fill = True if dtype == torch.bool else 5
+    m.masked_fill_(on(c), fill)
+    same(m, a.clone().masked_fill_(c, fill))
+    assert m._version == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+def test_clamp_with_numbers_tensors_and_in_place(dtype):
+    x = values(dtype).reshape(2, 7)
+    lo, hi = (-1.5, 2.0) if dtype.is_floating_point else (-2, 7)
+    same(mg.clamp(on(x), lo, hi), torch.clamp(x, lo, hi))
+    same(mg.clamp(on(x), min=lo), torch.clamp(x, min=lo))
+    same(mg.clamp(on(x), max=hi), torch.clamp(x, max=hi))
+    tl, th = torch.full((7,), lo, dtype=dtype), torch.full((2, 1), hi, dtype=dtype)
+    same(mg.clamp(on(x), on(tl), on(th)), torch.clamp(x, tl, th))
+    same(mg.clamp(on(x), min=on(tl)), torch.clamp(x, min=tl))
+    m = on(x)
+    m.clamp_(lo, hi)
+    same(m, x.clamp(lo, hi))
+
+
+@pytest.mark.parametrize("src", ALL)
+@pytest.mark.parametrize("dst", ALL)
+def test_casts_follow_the_cpu_rules(src, dst):
+    x = values(src)
+    if src.is_floating_point and not dst.is_floating_point and dst != torch.bool:
+        x = x[torch.isfinite(x)]  # out-of-range float -> int is implementation-defined in C++
+    mdst = getattr(mg, str(dst).split(".")[-1])
+    same(on(x).to(mdst), x.to(dst))
+
+
+def test_copy_into_views_with_broadcast_and_casts():
+    x = on(torch.zeros(3, 4))
+    x[1:, ::2].copy_(on(torch.tensor([1, 2], dtype=torch.int64)))
+    ref = torch.zeros(3, 4)
+    ref[1:, ::2].copy_(torch.tensor([1, 2]))
+    same(x, ref)
+    x.fill_(2.5)
+    same(x, torch.full((3, 4), 2.5))
+    x.zero_()
+    same(x, torch.zeros(3, 4))
+    c = on(torch.arange(6.0).reshape(2, 3)).t().contiguous()
+    same(c, torch.arange(6.0).reshape(2, 3).t().contiguous())
+    assert c.is_contiguous()
+
+
+# ----- autograd on the device -----
+
+def test_gradients_of_an_elementwise_program():
+    xs = torch.tensor([[0.5, -1.5, 2.0], [3.0, -0.25, 1.0]], dtype=torch.float64, requires_grad=True)
+    ys = torch.tensor([[1.0, 2.0, -3.0], [0.5, 0.5, 4.0]], dtype=torch.float64, requires_grad=True)
+    xm = on(xs.detach()).requires_grad_()
+    ym = on(ys.detach()).requires_grad_()
+
+    def prog(lib, x, y):
+        z = (x * y + x.exp()).tanh() - lib.sigmoid(y) / (1 + x * x)
+        return lib.where(z > 0, z, z * 0.1).relu() + lib.maximum(x, y).abs().sqrt()
+
+    ref = prog(torch, xs, ys)
+    mine = prog(mg, xm, ym)
+    same(mine, ref.detach(), exact=False)
+    assert mine.grad_fn.name() == ref.grad_fn.name()
+    g = torch.tensor([[1.0, -2.0, 0.5], [0.25, 1.0, 3.0]], dtype=torch.float64)
+    ref.backward(g)
+    mine.backward(on(g))
+    assert xm.grad.is_cuda and ym.grad.is_cuda
+    same(xm.grad, xs.grad, exact=False)
+    same(ym.grad, ys.grad, exact=False)
+
+
+def test_saved_tensor_modified_in_place_is_caught_on_the_device():
+    x = mg.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been modified by an inplace operation"):
+        y.backward(mg.ones(2, device="cuda"))
+
+
+def test_gradient_accumulates_across_backward_calls():
+    x = mg.tensor([1.0, -2.0], device="cuda", requires_grad=True)
+    for _ in range(3):
+        (x * x).backward(mg.ones(2, device="cuda"))
+    same(x.grad, torch.tensor([6.0, -12.0]))
+
+
+# ----- memory -----
+
+def test_memory_is_counted_exactly_and_freed():
+    mg.memory.reset_peak("cuda")
+    start = mg.cuda.memory_allocated()
+    t = mg.empty(1000, device="cuda")
+    assert mg.cuda.memory_allocated() == start + 4000
+    u = t.view(10, 100)  # a view holds no new memory
+    assert mg.cuda.memory_allocated() == start + 4000
+    del t, u
+    assert mg.cuda.memory_allocated() == start
+    assert mg.cuda.max_memory_allocated() >= start + 4000
+    with mg.memory.track("cuda") as tr:
+        a = mg.ones(256, device="cuda")
+        b = a * 2
+        del a
+    assert tr.peak_delta_bytes == 2048 and tr.retained_bytes == 1024
+    del b
+
+
+def test_out_of_memory_raises_and_loses_nothing(cuda_device):
+    keep = mg.arange(5.0, device="cuda")
+    if cuda_device is not None:
+        cuda_device.limit_bytes = cuda_device.live_bytes + (1 << 20)
+    try:
+        with pytest.raises(mg.cuda.OutOfMemoryError) as e:
+            mg.empty(1 << 40 if REAL_GPU else 1 << 21, device="cuda")
+        assert isinstance(e.value, RuntimeError) and "CUDA out of memory. Tried to allocate" in str(e.value)
+    finally:
+        if cuda_device is not None:
+            cuda_device.limit_bytes = None
+    assert keep.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    same(keep + 1, torch.arange(5.0) + 1)
