@@ -6,6 +6,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
 use crate::kernels::unary::MathOp;
+use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -60,6 +61,14 @@ impl Backend for Cpu {
     fn fused_unary_backward(&self, op: MathOp, dst: &Tensor, g: &Tensor, s: &Tensor) -> Result<bool> {
         crate::ops::unary::fused_backward_cpu_kernel(op, dst, g, s);
         Ok(true)
+    }
+
+    fn reduce(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> Result<()> {
+        crate::ops::reduce::cpu_kernel(op, values, indices, src, dims)
+    }
+
+    fn softmax(&self, dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
+        crate::ops::reduce::softmax_cpu_kernel(dst, src, dim, log)
     }
 
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {

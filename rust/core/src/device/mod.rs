@@ -19,6 +19,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::binary::BinaryOp;
 use crate::kernels::unary::MathOp;
+use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -83,10 +84,94 @@ pub trait Backend: Send + Sync {
     /// elements of `dst` each receive every contribution.
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()>;
 
+    /// One reduction of `src` over `dims`, written into `values` and/or `indices`.
+    ///
+    /// - `src`: any dtype the op allows (below), ANY strides (broadcast stride 0 included; a
+    ///   backend that needs a contiguous `(outer, red, inner)` view makes that copy itself).
+    /// - `dims`: the reduced dims of `src`, ascending and distinct, each `< src.ndim()`. Every dim
+    ///   listed is folded; the others are kept. A full reduction lists every dim. An empty list
+    ///   reduces nothing: each output is the reduction of one element (`all(dim=())`, a 0-d
+    ///   `src`), so it is `red = 1`, never "all".
+    /// - outputs: fresh contiguous tensors on this device, allocated by the op layer with the
+    ///   result dtype. Their element count is the product of the kept sizes and element `o` is
+    ///   the kept dims' row-major index (keepdim's size-1 dims are the op layer's business: a
+    ///   backend reads only the element count, never the output shape). `values` is the result
+    ///   of every op; `indices` (int64) is written by `Argmax`/`Argmin` only: `argmax` passes
+    ///   `values: None`, `max(dim)` both. Other ops get `indices: None`.
+    /// - dtypes (`T` = `src`'s): `Sum`/`Prod` any `T` into any dst dtype (the op layer picks it:
+    ///   int64 for integer and bool sums, or `dtype=`); `Mean` any `T` into a float dst;
+    ///   `Amax`/`Amin` and `Argmax`/`Argmin`'s values dst `T`; `All`/`Any` dst bool;
+    ///   `CountNonzero` dst int64; `Norm` float `T` into a float dst at least as wide; `Var` and
+    ///   `LogSumExp` float `T`, dst `T` (the op layer casts integer input to float first).
+    ///   Accumulation as the CPU reducers (docs/gpu.md, "Accumulation and determinism").
+    /// - empty reductions (a reduced size 0): `Sum` 0, `Prod` 1, `Mean` NaN, `All` true, `Any`
+    ///   false, `CountNonzero` 0, `Norm` with `p >= 0` (not inf) 0, `LogSumExp` -inf. The op layer
+    ///   never asks for `Amax`/`Amin`/`Argmax`/`Argmin`, norms without an identity (`p < 0` or
+    ///   inf) or `Var` on an empty `src` (it raises torch's error or fills NaN itself). A `dst`
+    ///   with no elements may return at once.
+    ///
+    /// Default: torch's NotImplementedError naming the op and the device.
+    fn reduce(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> Result<()> {
+        let _ = (values, indices, src, dims);
+        Err(not_implemented(self.device(), op.name()))
+    }
+
+    /// `dst = softmax(src)` (or `log_softmax` when `log`) along `dim`. `src` and `dst` are
+    /// contiguous (the op layer copies), of the same shape and float dtype; `dst` is fresh.
+    /// `dim < src.ndim()`, or 0 for a 0-d `src` (one row of one element). Viewed as
+    /// `(outer, n, inner)` around `dim`, as `mg_softmax<T, LOG>` takes it. `src` is not empty.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn softmax(&self, dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
+        let _ = (dst, src, dim);
+        Err(not_implemented(self.device(), if log { "_log_softmax" } else { "_softmax" }))
+    }
+
+    /// The backward of `softmax`/`log_softmax` in one pass, as `mg_softmax_backward<T, LOG>`:
+    /// softmax `grad_input = r * (g - sum(g * r))`, log_softmax `grad_input = g - exp(r) *
+    /// sum(g)`, sums along `dim`. `result` is the forward's output, `grad` the incoming gradient
+    /// (same shape and float dtype, ANY strides: a backend that needs contiguous operands copies
+    /// them), `grad_input` fresh and contiguous. Called only when no graph of the backward is
+    /// recorded (not `create_graph`). Returns false when the device has no fused kernel: the op
+    /// layer then runs the composite formula (sum, mul, sub, exp through this backend), which is
+    /// what the default and the CPU do.
+    fn softmax_backward(&self, grad_input: &Tensor, grad: &Tensor, result: &Tensor, dim: usize, log: bool) -> Result<bool> {
+        let _ = (grad_input, grad, result, dim, log);
+        Ok(false)
+    }
+
+    /// `dst[B] = a[B] @ b[B]` for every batch index `B`: `a` is `(B..., m, k)`, `b` `(B..., k, n)`,
+    /// `dst` `(B..., m, n)`, all with the same batch shape (zero or more dims; the op layer has
+    /// already broadcast `a` and `b` to it, with stride 0 on broadcast dims). `a` and `b` have
+    /// ANY strides (transposed, sliced, broadcast; a vector operand of mv/dot arrives as a
+    /// one-column or one-row matrix view), `dst` is fresh and contiguous; all three share one
+    /// dtype among float32, float64, int32, int64 (integers wrap, as torch's). `m`, `n`, `k` and
+    /// the batch count are all at least 1 (the op layer returns empty or zero results itself).
+    /// Float products may use any summation order that is fixed for given shapes and strides.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        let _ = (dst, a, b);
+        Err(not_implemented(self.device(), "mm"))
+    }
+
     /// Copies a contiguous tensor on this device into contiguous host memory of the same dtype,
     /// or back (`to_host` false). Used by `to(device)`, `item()` and `tolist()` (which therefore
     /// synchronise, as torch's do).
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()>;
+}
+
+/// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'
+/// with arguments from the 'CUDA' backend."), which the default trait methods return.
+pub fn not_implemented(device: Device, op: &str) -> Error {
+    let key = match device {
+        Device::Cpu => "CPU",
+        Device::Cuda(_) => "CUDA",
+    };
+    Error::NotImplemented(format!(
+        "Could not run 'aten::{}' with arguments from the '{}' backend. minigrad does not implement {} on device {} yet.",
+        op, key, op, device
+    ))
 }
 
 /// A clamp bound.

@@ -6,16 +6,13 @@ use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::parallel::SendPtr;
-use crate::kernels::reducers::{ArgExtreme, Extreme};
 use crate::layout::Layout;
 use crate::ops::binary::BinaryOp;
 use crate::ops::copy::contiguous_raw;
 use crate::ops::views;
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use crate::dispatch;
-use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_ints, reduced_dims, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, DimCheck, ReduceOp};
+use super::{as_i64, dim_mask, float_mask, launch, new_out, py_bool, py_ints, reduced_dims, reduced_shape, sum_raw, tensor_arg, unsqueeze_dims, DimCheck, ReduceOp, Reduction};
 
 /// torch's check for a reduction with no identity over an empty input (`dims` as given).
 fn zero_numel_check(x: &Tensor, dims: &[i64], name: &str) -> Result<()> {
@@ -53,12 +50,8 @@ pub fn max_all_raw(x: &Tensor, is_max: bool) -> Result<Tensor> {
 }
 
 fn extreme(x: &Tensor, mask: &[bool], keepdim: bool, is_max: bool) -> crate::error::Result<Tensor> {
-    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), x.dtype())?;
-    dispatch!(x.dtype(), T => {
-        let p = out_ptr::<T>(&out);
-        if is_max { run(Extreme::<T, true> { out: SendPtr(p) }, x, mask) }
-        else { run(Extreme::<T, false> { out: SendPtr(p) }, x, mask) }
-    });
+    let out = new_out(x, &reduced_shape(x.shape(), mask, keepdim), x.dtype())?;
+    launch(if is_max { Reduction::Amax } else { Reduction::Amin }, Some(&out), None, x, mask)?;
     Ok(out)
 }
 
@@ -69,8 +62,8 @@ pub fn max_dim_raw(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<
     zero_numel_check(x, &[w as i64], op.name())?;
     let mask = dim_mask(Some(&[dim]), x.ndim(), true, DimCheck::WrapAllFirst)?;
     let shape = reduced_shape(x.shape(), &mask, keepdim);
-    let (values, indices) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
-    arg_extreme(x, &mask, Some(&values), &indices, is_max);
+    let (values, indices) = (new_out(x, &shape, x.dtype())?, new_out(x, &shape, DType::Int64)?);
+    arg_extreme(x, &mask, Some(&values), &indices, is_max)?;
     Ok((values, indices))
 }
 
@@ -87,8 +80,8 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 return Err(Error::Index(format!("{}(): Expected reduction dim {} to have non-zero size.", op.name(), w)));
             }
             let mask = dim_mask(Some(&[d]), x.ndim(), true, DimCheck::WrapAllFirst)?;
-            let indices = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), DType::Int64)?;
-            arg_extreme(x, &mask, None, &indices, is_max);
+            let indices = new_out(x, &reduced_shape(x.shape(), &mask, keepdim), DType::Int64)?;
+            arg_extreme(x, &mask, None, &indices, is_max)?;
             Ok(indices)
         }
         None => {
@@ -102,20 +95,15 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
             let c = contiguous_raw(x)?;
             let flat = c.view_as_layout(Layout { shape: vec![c.numel()], strides: vec![1], offset: c.layout.offset });
             let shape = if keepdim { vec![1; x.ndim()] } else { vec![] };
-            let indices = Tensor::empty(&shape, DType::Int64)?;
-            arg_extreme(&flat, &[true], None, &indices, is_max);
+            let indices = new_out(x, &shape, DType::Int64)?;
+            arg_extreme(&flat, &[true], None, &indices, is_max)?;
             Ok(indices)
         }
     }
 }
 
-fn arg_extreme(x: &Tensor, mask: &[bool], values: Option<&Tensor>, indices: &Tensor, is_max: bool) {
-    let ip = SendPtr(out_ptr::<i64>(indices));
-    dispatch!(x.dtype(), T => {
-        let vp = values.map(|v| SendPtr(out_ptr::<T>(v)));
-        if is_max { run(ArgExtreme::<T, true> { values: vp, indices: ip }, x, mask) }
-        else { run(ArgExtreme::<T, false> { values: vp, indices: ip }, x, mask) }
-    });
+fn arg_extreme(x: &Tensor, mask: &[bool], values: Option<&Tensor>, indices: &Tensor, is_max: bool) -> Result<()> {
+    launch(if is_max { Reduction::Argmax } else { Reduction::Argmin }, values, Some(indices), x, mask)
 }
 
 /// Differentiable `amax`/`amin` (AmaxBackward0 / AminBackward0): the gradient is shared evenly

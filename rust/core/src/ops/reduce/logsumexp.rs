@@ -3,16 +3,11 @@
 use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
-use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernels::parallel::SendPtr;
-use crate::kernels::reducers::{Extreme, LogSumExp};
 use crate::ops::copy::cast_input;
 use crate::ops::unary::UnaryOp;
 use crate::tensor::Tensor;
-use crate::dispatch_float;
-use std::marker::PhantomData;
-use super::{dim_mask, out_ptr, py_bool, py_ints, reduced_dims, reduced_shape, run, unsqueeze_dims, DimCheck};
+use super::{dim_mask, launch, new_out, py_bool, py_ints, reduced_dims, reduced_shape, unsqueeze_dims, DimCheck, Reduction};
 
 /// `logsumexp(dim, keepdim)`: integer inputs compute in the default float dtype.
 pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
@@ -25,20 +20,8 @@ pub fn logsumexp_raw(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> 
             crate::error::fmt_shape(&vec![1; x.ndim()])
         )));
     }
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
-    let out_numel = out.numel();
-    dispatch_float!(x.dtype(), T => {
-        // Shift by each output's max, except where it is infinite (torch masks those to 0).
-        let shifts: Vec<f64> = if x.numel() == 0 {
-            crate::alloc::try_vec(out_numel, 0.0)?
-        } else {
-            let mut maxes = crate::alloc::try_vec(out_numel, T::zero())?;
-            run(Extreme::<T, true> { out: SendPtr(maxes.as_mut_ptr()) }, &x, &mask);
-            maxes.iter().map(|&m| if m.to_f64().is_infinite() { 0.0 } else { m.to_f64() }).collect()
-        };
-        let r = LogSumExp::<T, T> { shifts: &shifts, out: SendPtr(out_ptr::<T>(&out)), _t: PhantomData };
-        run(r, &x, &mask);
-    }, _ => unreachable!("cast to float above"));
+    let out = new_out(&x, &reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
+    launch(Reduction::LogSumExp, Some(&out), None, &x, &mask)?;
     Ok(out)
 }
 

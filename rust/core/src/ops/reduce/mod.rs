@@ -1,6 +1,7 @@
 //! Reductions and softmax: which dims, keepdim, torch's dtype rules and error texts, output
-//! allocation. The loops live in `kernels::reduce` (engine), `kernels::reducers` and
-//! `kernels::softmax`.
+//! allocation. The element work goes through the device seam (`Backend::reduce` with a
+//! `Reduction`, `Backend::softmax`); on the CPU the loops live in `kernels::reduce` (engine),
+//! `kernels::reducers` and `kernels::softmax`, reached from `kernel.rs`.
 //!
 //! Every result is a fresh row-major tensor (torch allocates reduction outputs contiguous).
 //!
@@ -14,8 +15,6 @@
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernels::reduce::{reduce, Reducer};
-use crate::kernels::{Arg, TensorArg};
 use crate::ops::binary;
 use crate::ops::copy::to_dtype_raw;
 use crate::ops::{views, Arg as OpArg};
@@ -24,6 +23,7 @@ use crate::tensor::Tensor;
 
 mod all_any;
 mod extremes;
+mod kernel;
 mod logsumexp;
 mod norm;
 mod softmax;
@@ -33,10 +33,13 @@ pub(crate) mod testing;
 mod var_std;
 
 pub use all_any::{all, count_nonzero};
+pub use kernel::Reduction;
+pub(crate) use kernel::cpu_kernel;
 pub use extremes::{amax, amax_raw, argmax, max_all, max_all_raw, max_dim, max_dim_raw};
 pub use logsumexp::{logsumexp, logsumexp_raw};
 pub use norm::{vector_norm, vector_norm_raw};
 pub use softmax::{softmax, softmax_raw};
+pub(crate) use softmax::softmax_cpu_kernel;
 pub use sum_prod::{mean, mean_raw, prod, prod_raw, sum, sum_raw};
 pub use var_std::{var, var_raw};
 
@@ -167,17 +170,15 @@ fn reduced_numel(shape: &[usize], mask: &[bool]) -> usize {
     shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&s, _)| s).product()
 }
 
-/// Runs reducer `r` over `x` (whose dtype is `R::In`).
-fn run<R: Reducer>(r: R, x: &Tensor, mask: &[bool]) {
-    debug_assert_eq!(x.dtype(), R::In::DTYPE);
-    // SAFETY: x's layout lies inside its storage and x is alive for the call; every output
-    // the reducer writes was allocated by the caller with the reduced shape's element count
-    // and is fresh memory, so it cannot overlap x.
-    unsafe { reduce(r, x.shape(), Arg::of(x), mask) }
+/// A fresh output of a reduction of `x`: row-major, on `x`'s device.
+fn new_out(x: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    Tensor::empty_on(shape, dtype, x.device())
 }
 
-fn out_ptr<T: Element>(t: &Tensor) -> *mut T {
-    t.data_ptr::<T>()
+/// Hands the element work of `op` over the dims set in `mask` to `x`'s device.
+fn launch(op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, x: &Tensor, mask: &[bool]) -> Result<()> {
+    let dims: Vec<usize> = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i).collect();
+    crate::device::backend_for(&[x])?.reduce(op, values, indices, x, &dims)
 }
 
 // ----- autograd: how saved values print, pieces of the backward formulas -----

@@ -5,13 +5,11 @@ use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::fmt_g;
 use crate::error::{Error, Result};
-use crate::kernels::reducers::{norm_kind, Norm};
 use crate::ops::binary::BinaryOp;
 use crate::ops::unary::{unary_raw, UnaryOp};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use crate::dispatch_float;
-use super::{as_i64, dim_mask, float_mask, out_ptr, py_bool, py_number, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, run, sum_raw, tensor_arg, unsqueeze_dims, zero_at, DimCheck, ReduceOp};
+use super::{as_i64, dim_mask, float_mask, launch, new_out, py_bool, py_number, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, sum_raw, tensor_arg, unsqueeze_dims, zero_at, DimCheck, ReduceOp, Reduction};
 
 /// `linalg.vector_norm(x, ord, dim, keepdim, dtype=)`, which `Tensor.norm` uses for numeric
 /// orders and for 'fro' over at most two dims.
@@ -70,17 +68,8 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
         let a = crate::ops::copy::contiguous_raw(&crate::ops::copy::to_dtype_raw(&unary_raw(UnaryOp::Abs, x)?, out_dtype)?)?;
         return Ok(Tensor::from_storage(a.storage, crate::layout::Layout::contiguous(&out_shape)));
     }
-    let out = Tensor::empty(&out_shape, out_dtype)?;
-    dispatch_float!(x.dtype(), T => dispatch_float!(out_dtype, D => {
-        let p = out_ptr::<D>(&out);
-        use norm_kind::*;
-        if ord == 2.0 { run(Norm::<T, D, TWO>::new(p, ord), x, &mask) }
-        else if ord == 1.0 { run(Norm::<T, D, ONE>::new(p, ord), x, &mask) }
-        else if ord == f64::INFINITY { run(Norm::<T, D, INF>::new(p, ord), x, &mask) }
-        else if ord == f64::NEG_INFINITY { run(Norm::<T, D, NEG_INF>::new(p, ord), x, &mask) }
-        else if ord == 0.0 { run(Norm::<T, D, ZERO>::new(p, ord), x, &mask) }
-        else { run(Norm::<T, D, P>::new(p, ord), x, &mask) }
-    }, _ => unreachable!("checked floating above")), _ => unreachable!("checked floating above"));
+    let out = new_out(x, &out_shape, out_dtype)?;
+    launch(Reduction::Norm { p: ord }, Some(&out), None, x, &mask)?;
     Ok(out)
 }
 

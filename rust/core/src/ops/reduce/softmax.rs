@@ -20,7 +20,7 @@ pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Res
         Some(d) => cast_input(x, d)?,
         None => x.clone(),
     };
-    let out = Tensor::empty(x.shape(), x.dtype())?;
+    let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
     if x.numel() == 0 {
         return Ok(out);
     }
@@ -34,18 +34,27 @@ pub fn softmax_raw(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Res
         )));
     }
     let src = contiguous_raw(&x)?;
-    let shape = x.shape();
+    crate::device::backend_for(&[&src])?.softmax(&out, &src, w, log)?;
+    Ok(out)
+}
+
+/// The CPU side of `Backend::softmax`: `src` and `dst` contiguous, same shape, float.
+pub(crate) fn softmax_cpu_kernel(dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
+    let shape = src.shape();
+    if src.numel() != dst.numel() || dst.dtype() != src.dtype() || !src.is_contiguous() || !dst.is_contiguous() || (dim >= shape.len() && !shape.is_empty()) {
+        return Err(Error::Runtime("softmax: the op layer passed mismatched tensors".into()));
+    }
     let (outer, n, inner) = if shape.is_empty() {
         (1, 1, 1)
     } else {
-        (shape[..w].iter().product(), shape[w], shape[w + 1..].iter().product())
+        (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product())
     };
-    dispatch_float!(x.dtype(), T => {
-        // SAFETY: src is contiguous with outer*n*inner elements from data_ptr; out is fresh
-        // memory of the same size, so they do not overlap.
-        unsafe { crate::kernels::softmax::softmax::<T>(src.data_ptr::<T>(), out.data_ptr::<T>(), outer, n, inner, log) }
-    }, _ => unreachable!("checked floating above"));
-    Ok(out)
+    dispatch_float!(src.dtype(), T => {
+        // SAFETY: src is contiguous with outer*n*inner elements from data_ptr; dst has as many
+        // (checked above), is fresh memory, so they do not overlap.
+        unsafe { crate::kernels::softmax::softmax::<T>(src.data_ptr::<T>(), dst.data_ptr::<T>(), outer, n, inner, log) }
+    }, _ => return Err(Error::Runtime("softmax: expected a floating point tensor".into())));
+    Ok(())
 }
 
 /// Differentiable `softmax`/`log_softmax` (SoftmaxBackward0 / LogSoftmaxBackward0, saving the

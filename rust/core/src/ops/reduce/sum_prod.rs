@@ -6,13 +6,11 @@ use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::reducers::SumProd;
 use crate::ops::binary::{self, BinaryOp};
 use crate::ops::{views, Arg as OpArg};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use crate::dispatch;
-use super::{all, dim_mask, float_mask, num, out_ptr, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_numel, reduced_shape, run, tensor_arg, DimCheck};
+use super::{all, dim_mask, float_mask, launch, new_out, num, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_shape, tensor_arg, DimCheck, Reduction};
 
 /// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
 pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
@@ -47,11 +45,9 @@ pub fn mean_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<D
 }
 
 fn sum_prod<const PROD: bool>(x: &Tensor, mask: &[bool], keepdim: bool, out_dtype: DType, is_mean: bool) -> crate::error::Result<Tensor> {
-    let out = Tensor::empty(&reduced_shape(x.shape(), mask, keepdim), out_dtype)?;
-    let div = is_mean.then(|| reduced_numel(x.shape(), mask) as f64);
-    dispatch!(x.dtype(), T => dispatch!(out_dtype, D => {
-        run(SumProd::<T, D, PROD>::new(out_ptr::<D>(&out), div), x, mask)
-    }));
+    let out = new_out(x, &reduced_shape(x.shape(), mask, keepdim), out_dtype)?;
+    let op = if is_mean { Reduction::Mean } else if PROD { Reduction::Prod } else { Reduction::Sum };
+    launch(op, Some(&out), None, x, mask)?;
     Ok(out)
 }
 

@@ -5,13 +5,10 @@ use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
-use crate::kernels::parallel::SendPtr;
-use crate::kernels::reducers::{SquaredDeviation, SumProd};
 use crate::ops::binary::{self, BinaryOp};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use crate::dispatch_float;
-use super::{dim_mask, float_mask, mean, num, out_ptr, py_bool, py_number, py_opt_ints, reduced_numel, reduced_shape, run, tensor_arg, unsqueeze_dims, zero_at, DimCheck};
+use super::{dim_mask, float_mask, launch, mean, new_out, num, py_bool, py_number, py_opt_ints, reduced_shape, tensor_arg, unsqueeze_dims, zero_at, DimCheck, Reduction};
 
 /// `var` / `std` (`sqrt`) over `dims` (None or empty: all) with `correction` (1 = unbiased).
 /// Also says whether torch warns that the degrees of freedom are <= 0.
@@ -20,8 +17,7 @@ pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
         return Err(Error::Runtime("std and var only support floating point and complex dtypes".into()));
     }
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
-    let out = Tensor::empty(&reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
-    let n = reduced_numel(x.shape(), &mask);
+    let out = new_out(x, &reduced_shape(x.shape(), &mask, keepdim), x.dtype())?;
     let out_numel = out.numel();
     let per_output = x.numel().checked_div(out_numel).unwrap_or(0);
     let warn = per_output as f64 - correction <= 0.0;
@@ -29,13 +25,7 @@ pub fn var_raw(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
         crate::device::backend_for(&[&out])?.fill(&out, crate::Scalar::Float(f64::NAN))?;
         return Ok((out, warn));
     }
-    dispatch_float!(x.dtype(), T => {
-        let mut means = crate::alloc::try_vec(out_numel, 0.0f64)?;
-        run(SumProd::<T, f64, false>::new(means.as_mut_ptr(), Some(n as f64)), x, &mask);
-        let divisor = (n as f64 - correction).max(0.0);
-        let r = SquaredDeviation::<T> { means: &means, out: SendPtr(out_ptr::<T>(&out)), divisor, sqrt };
-        run(r, x, &mask);
-    }, _ => unreachable!("checked floating above"));
+    launch(Reduction::Var { correction, std: sqrt }, Some(&out), None, x, &mask)?;
     Ok((out, warn))
 }
 
