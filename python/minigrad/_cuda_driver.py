@@ -9,6 +9,8 @@ The interface (the host emulation in tests/cuda_host/driver.py provides the same
   copy(dst, src, nbytes, kind)               kind: "h2d", "d2h", "d2d"; synchronous
   function(source, expr, group) -> handle    compiles `group` (which includes expr) once
   launch(handle, grid, block, shared_bytes, params_address)
+  matmul(dtype, dst, a, b)                   each (address, shape, strides in elements):
+                                             dst[B] = a[B] @ b[B] through cuBLAS
   synchronize(), device_name()
 """
 
@@ -76,6 +78,20 @@ class CupyDriver:
         self._driver.launchKernel(
             handle, grid, 1, 1, block, 1, 1, shared_bytes, self._cupy.cuda.get_current_stream().ptr, params, 0
         )
+
+    def _array(self, dtype, operand):
+        """A CuPy view (no copy, not owning) of device memory described by the backend."""
+        cupy = self._cupy
+        address, shape, strides = operand
+        dt = cupy.dtype(dtype)
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+        mem = cupy.cuda.UnownedMemory(address, extent * dt.itemsize, self, self.index)
+        return cupy.ndarray(tuple(shape), dt, cupy.cuda.MemoryPointer(mem, 0), tuple(s * dt.itemsize for s in strides))
+
+    def matmul(self, dtype, dst, a, b):
+        with self._device():
+            out = self._array(dtype, dst)
+            self._cupy.matmul(self._array(dtype, a), self._array(dtype, b), out=out)
 
     def synchronize(self):
         with self._device():

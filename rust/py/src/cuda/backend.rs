@@ -11,6 +11,7 @@ use minigrad_core::device::{Backend, BinaryMode, Bound, Device};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
+use minigrad_core::ops::reduce::Reduction;
 use minigrad_core::ops::broadcast_strides;
 use minigrad_core::ops::unary::UnaryOp;
 use minigrad_core::storage::Storage;
@@ -32,11 +33,11 @@ impl Cuda {
     }
 
     /// Launches `name` with `params` over `n` elements (nothing to do when `n` is 0).
-    fn launch(&self, name: &str, n: usize, params: &mut Params) -> Result<()> {
+    pub(super) fn launch(&self, name: &str, n: usize, params: &mut Params) -> Result<()> {
         self.launch_on(name, grid_for(n), BLOCK, n, params)
     }
 
-    fn launch_on(&self, name: &str, grid: u32, block: u32, n: usize, params: &mut Params) -> Result<()> {
+    pub(super) fn launch_on(&self, name: &str, grid: u32, block: u32, n: usize, params: &mut Params) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -47,7 +48,7 @@ impl Cuda {
 
     /// `t` where a kernel can read it: a 0-d CPU tensor (a wrapped number, which may join ops on
     /// any device) is copied to this device; device tensors are returned as they are.
-    fn resident(&self, t: &Tensor) -> Result<Tensor> {
+    pub(super) fn resident(&self, t: &Tensor) -> Result<Tensor> {
         if t.device() == self.device() {
             return Ok(t.clone());
         }
@@ -97,6 +98,11 @@ impl Cuda {
         tail(&mut p);
         self.launch(strided, g.numel, &mut p)
     }
+}
+
+/// `(address of the first element, shape, strides in elements)` for the driver's cuBLAS calls.
+fn operand(t: &Tensor) -> (u64, Vec<usize>, Vec<isize>) {
+    (t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64, t.shape().to_vec(), t.strides().to_vec())
 }
 
 fn own(t: &Tensor) -> Operand {
@@ -320,6 +326,23 @@ impl Backend for Cuda {
                 p.f64(0.0);
             },
         )
+    }
+
+    fn reduce(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> Result<()> {
+        self.reduce_impl(op, values, indices, src, dims)
+    }
+
+    fn softmax(&self, dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
+        self.softmax_impl(dst, src, dim, log)
+    }
+
+    fn softmax_backward(&self, grad_input: &Tensor, grad: &Tensor, result: &Tensor, dim: usize, log: bool) -> Result<bool> {
+        self.softmax_backward_impl(grad_input, grad, result, dim, log)
+    }
+
+    fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        let (a, b) = (self.resident(a)?, self.resident(b)?);
+        self.driver.matmul(dst.dtype().name(), operand(dst), operand(&a), operand(&b))
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {

@@ -65,4 +65,13 @@ impl Driver {
             self.obj.bind(py).call_method1("launch", (function, grid, block, shared_bytes, params)).map(drop).map_err(stash)
         })
     }
+
+    /// `dst[B] = a[B] @ b[B]` through cuBLAS (CuPy's matmul): each operand as (address of its
+    /// first element, shape, strides in elements); `dtype` is the dtype's name (`float32`, ...).
+    pub fn matmul(&self, dtype: &str, dst: Strided, a: Strided, b: Strided) -> Result<()> {
+        Python::attach(|py| self.obj.bind(py).call_method1("matmul", (dtype, dst, a, b)).map(drop).map_err(stash))
+    }
 }
+
+/// An operand handed to the driver: first element's address, shape, strides (elements).
+pub type Strided = (u64, Vec<usize>, Vec<isize>);

@@ -7,6 +7,7 @@ mod driver;
 mod kernels;
 mod launch;
 mod memory;
+mod reduce;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};
