@@ -71,7 +71,8 @@ class CupyDriver:
                 )
                 self._modules.append(module)
                 for name in group:
-                    self._functions[name] = module.get_function(name)
+                    # a RawKernel; its `kernel` is the loaded CUfunction (compiles on first access)
+                    self._functions[name] = module.get_function(name).kernel
         return self._functions[expr].ptr
 
     def launch(self, handle, grid, block, shared_bytes, params):

@@ -22,32 +22,65 @@ def why_not(ctx):
     return reasons
 
 
+# name -> (fn on (module, a, b), shapes of a and b, bytes moved per element of a, flops per call or None)
+def _ops(n, quick):
+    side = 1024 if quick else 4096
+    rows = n // 1000
+    return {
+        f"add {n:.0e}": (lambda m, a, b: a + b, (n,), (n,), 12 * n, None),
+        f"mul_ (in place) {n:.0e}": (lambda m, a, b: a.mul_(1.0000001), (n,), (1,), 8 * n, None),
+        f"relu {n:.0e}": (lambda m, a, b: a.relu(), (n,), (1,), 8 * n, None),
+        f"exp {n:.0e}": (lambda m, a, b: a.exp(), (n,), (1,), 8 * n, None),
+        f"sum {n:.0e}": (lambda m, a, b: a.sum(), (n,), (1,), 4 * n, None),
+        f"amax(dim=-1) {rows}x1000": (lambda m, a, b: a.amax(dim=-1), (rows, 1000), (1,), 4 * n, None),
+        f"softmax(dim=-1) {rows}x1000": (lambda m, a, b: m.softmax(a, dim=-1), (rows, 1000), (1,), 8 * n, None),
+        f"matmul {side}": (lambda m, a, b: a @ b, (side, side), (side, side), None, 2 * side**3),
+        "add 1 element (per-op overhead)": (lambda m, a, b: a + b, (1,), (1,), None, None),
+    }
+
+
 def cases(ctx):
     reasons = why_not(ctx)
     if reasons:
         raise Skip("; ".join(reasons))
     out = []
     for n in ((1_000_000,) if ctx.quick else (1_000_000, 10_000_000)):
-        out.append(TimeCase(name=f"cuda add {n}", params={"op": "add", "numel": n, "device": "cuda"}, bytes=12 * n,
-                            build=lambda ctx, n=n: _build(ctx, lambda a, b: a + b, (n,))))
-    for n in ((1024,) if ctx.quick else (1024, 4096)):
-        out.append(TimeCase(name=f"cuda matmul {n}", params={"n": n, "device": "cuda"}, flops=2 * n**3,
-                            build=lambda ctx, n=n: _build(ctx, lambda a, b: a @ b, (n, n))))
+        for name, (fn, sa, sb, nbytes, flops) in _ops(n, ctx.quick).items():
+            if n != 1_000_000 and ("matmul" in name or "overhead" in name):
+                continue
+            out.append(TimeCase(name=f"cuda {name}", params={"op": name, "device": "cuda"}, bytes=nbytes, flops=flops,
+                                build=lambda ctx, fn=fn, sa=sa, sb=sb: _build(ctx, fn, sa, sb)))
     return out
 
 
-def _build(ctx, op, shape):
+def _build(ctx, op, shape_a, shape_b):
     """Each call synchronises its device, so the time is the kernel's, not the launch's."""
-    a, b = random(shape, 0), random(shape, 1)
+    a, b = random(shape_a, 0), random(shape_b, 1)
     fns = {}
     for lib in ctx.libs:
         if lib == "numpy":  # on the GPU, CuPy takes NumPy's place
             import cupy
 
             x, y = cupy.asarray(a), cupy.asarray(b)
-            fns["cupy"] = lambda x=x, y=y: (op(x, y), cupy.cuda.Device().synchronize())
+            cp = _CupyAsModule(cupy)
+            try:
+                op(cp, x.copy(), y)
+            except (AttributeError, TypeError):  # an op CuPy spells differently: left out
+                continue
+            fns["cupy"] = lambda x=x, y=y, cp=cp: (op(cp, x, y), cupy.cuda.Device().synchronize())
             continue
         m = ctx.module(lib)
         x, y = m.from_numpy(a.copy()).cuda(), m.from_numpy(b.copy()).cuda()
-        fns[lib] = lambda m=m, x=x, y=y: (op(x, y), m.cuda.synchronize())
+        fns[lib] = lambda m=m, x=x, y=y: (op(m, x, y), m.cuda.synchronize())
     return fns
+
+
+class _CupyAsModule:
+    """CuPy under the torch-style names the cases use (softmax; the rest are CuPy's own)."""
+
+    def __init__(self, cupy):
+        self.cupy = cupy
+
+    def softmax(self, a, dim):
+        e = self.cupy.exp(a - a.max(axis=dim, keepdims=True))
+        return e / e.sum(axis=dim, keepdims=True)
