@@ -583,3 +583,33 @@ def test_a_linear_layer_trains_on_the_device_as_on_torch():
             opt.step()
     same(ml.weight.detach(), tl.weight.detach(), exact=False)
     same(ml.bias.detach(), tl.bias.detach(), exact=False)
+
+
+# ----- sharing memory with other libraries -----
+
+def test_cuda_array_interface_describes_the_memory():
+    x = mg.arange(12.0, device="cuda").reshape(3, 4)
+    t = x.t()
+    cai = t.__cuda_array_interface__
+    assert cai["shape"] == (4, 3) and cai["typestr"] == "<f4" and cai["strides"] == (4, 16)
+    assert cai["data"] == (x.data_ptr(), False) and cai["version"] == 2
+    assert not hasattr(mg.ones(2), "__cuda_array_interface__")
+    with pytest.raises(RuntimeError, match="requires grad"):
+        mg.ones(2, device="cuda", requires_grad=True).__cuda_array_interface__
+
+
+@pytest.mark.skipif(not REAL_GPU, reason="exchanging device memory with torch.cuda and CuPy needs a GPU")
+def test_dlpack_and_cuda_array_interface_share_memory_with_torch_and_cupy():
+    import cupy
+
+    x = mg.arange(6.0, device="cuda")
+    tt = torch.from_dlpack(x)
+    assert tt.is_cuda and tt.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    tt.mul_(2)
+    assert x.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert x._version == 0  # shared memory, not a shared version counter (as torch)
+    c = cupy.asarray(x)
+    c += 1
+    assert x.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
+    back_in = mg.from_dlpack(torch.arange(3.0, device="cuda"))
+    assert back_in.is_cuda and back_in.tolist() == [0.0, 1.0, 2.0]

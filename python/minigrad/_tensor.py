@@ -130,6 +130,26 @@ class Tensor(_C.TensorBase):
         source = self.clone() if copy else self
         return _C.to_dlpack(source)
 
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface (version 2) of a cuda tensor, for CuPy, Numba and friends: shares
+        memory, as torch's does. CPU tensors have none (AttributeError, so hasattr is False)."""
+        if not self.is_cuda:
+            raise AttributeError(
+                f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {self.type()} "
+                "If CUDA data is required use tensor.cuda() to copy tensor to device memory."
+            )
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients aren't "
+                "required, use var.detach() to get Variable that doesn't require grad."
+            )
+        typestr = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1"}[str(self.dtype).split(".")[-1]]
+        itemsize = self.element_size()
+        strides = None if self.is_contiguous() else tuple(s * itemsize for s in self.stride())
+        data_ptr = self.data_ptr() if self.numel() else 0
+        return {"typestr": typestr, "shape": tuple(self.shape), "strides": strides, "data": (data_ptr, False), "version": 2}
+
     def __dlpack_device__(self):
         """(DLPack device type, index): (1, 0) for the CPU, (2, i) for cuda:i."""
         return _C.dlpack_device(self)
