@@ -4,9 +4,13 @@
 //! 0-d CPU operand may join a device tensor (torch's CPU-scalar rule), mixing devices otherwise
 //! fails with torch's words, and a device tensor that reaches an unrouted CPU kernel stops with
 //! a panic (which the bindings turn into a Python error) instead of touching device memory.
+//! A second stand-in (`cuda:1`) implements only the required methods: the optional families
+//! (reductions, softmax, matmul) give torch's NotImplementedError there, never a panic.
 
 use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device};
 use minigrad_core::ops::binary::BinaryOp;
+use minigrad_core::ops::reduce::{self, Reduction};
+use minigrad_core::ops::linalg;
 use minigrad_core::ops::unary::UnaryOp;
 use minigrad_core::ops::{binary::binary_raw, copy, unary::unary_raw, Arg};
 use minigrad_core::storage::Storage;
@@ -74,9 +78,70 @@ impl Backend for StandIn {
         log("add_into".into());
         Ok(())
     }
+    fn reduce(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> minigrad_core::Result<()> {
+        let out = |t: Option<&Tensor>| t.map_or("-".to_string(), |t| format!("{:?}{:?}@{}", t.dtype(), t.shape(), t.device()));
+        log(format!("reduce {:?} {:?} dims={:?} values={} indices={}", op, src.shape(), dims, out(values), out(indices)));
+        Ok(())
+    }
+    fn softmax(&self, dst: &Tensor, src: &Tensor, dim: usize, log_: bool) -> minigrad_core::Result<()> {
+        assert!(src.is_contiguous() && dst.shape() == src.shape());
+        log(format!("softmax {:?} dim={} log={}", src.shape(), dim, log_));
+        Ok(())
+    }
+    fn softmax_backward(&self, gi: &Tensor, g: &Tensor, r: &Tensor, dim: usize, log_: bool) -> minigrad_core::Result<bool> {
+        assert!(gi.device() == Device::Cuda(0) && g.shape() == r.shape());
+        log(format!("softmax_backward {:?} dim={} log={}", g.shape(), dim, log_));
+        Ok(true)
+    }
+    fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> minigrad_core::Result<()> {
+        log(format!("matmul {:?} = {:?}{:?} @ {:?}{:?}", dst.shape(), a.shape(), a.strides(), b.shape(), b.strides()));
+        Ok(())
+    }
     fn transfer(&self, host: &Tensor, dev: &Tensor, to_host: bool) -> minigrad_core::Result<()> {
         assert!(host.device().is_cpu() && dev.device() == Device::Cuda(0));
         log(format!("transfer to_host={}", to_host));
+        Ok(())
+    }
+}
+
+/// A device whose backend has only the required methods (memory, copies, elementwise).
+struct Bare;
+
+impl Backend for Bare {
+    fn device(&self) -> Device {
+        Device::Cuda(1)
+    }
+    fn allocate(&self, nbytes: usize, dtype: DType, _zeroed: bool) -> minigrad_core::Result<Arc<Storage>> {
+        let bytes = vec![0u8; nbytes.max(1)].into_boxed_slice();
+        let ptr = bytes.as_ptr() as *mut u8;
+        // SAFETY: `bytes` is moved into the owner, so the pointer stays valid as long as the storage.
+        Ok(unsafe { Storage::from_foreign_on(Device::Cuda(1), ptr, nbytes, dtype, Box::new(bytes)) })
+    }
+    fn copy(&self, _: &Tensor, _: &Tensor, _: &[isize]) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn fill(&self, _: &Tensor, _: Scalar) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn unary(&self, _: UnaryOp, _: &Tensor, _: &Tensor, _: bool) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn binary(&self, _: BinaryOp, _: &Tensor, _: &Tensor, _: &Tensor, _: BinaryMode, _: Option<f64>) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn where_(&self, _: &Tensor, _: &Tensor, _: &Tensor, _: &Tensor) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn masked_fill(&self, _: &Tensor, _: &Tensor, _: Scalar) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn clamp(&self, _: &Tensor, _: &Tensor, _: Bound<'_>, _: Bound<'_>, _: bool) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn add_into(&self, _: &Tensor, _: &Tensor) -> minigrad_core::Result<()> {
+        Ok(())
+    }
+    fn transfer(&self, _: &Tensor, _: &Tensor, _: bool) -> minigrad_core::Result<()> {
         Ok(())
     }
 }
@@ -91,7 +156,10 @@ fn calls_of(f: impl FnOnce()) -> Vec<String> {
 
 fn register() {
     static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| device::register(Box::new(StandIn)).unwrap());
+    REGISTER.call_once(|| {
+        device::register(Box::new(StandIn)).unwrap();
+        device::register(Box::new(Bare)).unwrap();
+    });
 }
 
 /// A tensor on the stand-in device, made outside any logged section.
@@ -172,4 +240,119 @@ fn where_clamp_and_masked_fill_route_too() {
         assert_eq!(y.device(), Device::Cuda(0));
     });
     assert_eq!(calls, vec!["allocate 12 Float32", "clamp number none in_place=false"]);
+}
+
+#[test]
+fn reductions_route_with_their_dims_and_outputs() {
+    let x = cuda(&[2, 3, 4]);
+    let calls = calls_of(|| {
+        let s = reduce::sum_raw(&x, Some(&[-1, 0]), false, None).unwrap();
+        assert_eq!((s.device(), s.shape()), (Device::Cuda(0), &[3][..]));
+        reduce::mean_raw(&x, None, true, None).unwrap();
+        reduce::prod_raw(&x, Some(1), false, Some(DType::Float64)).unwrap();
+        reduce::amax_raw(&x, &[2], true, false).unwrap();
+        let (v, i) = reduce::max_dim_raw(&x, 1, false, true).unwrap();
+        assert_eq!((v.device(), i.device(), i.dtype()), (Device::Cuda(0), Device::Cuda(0), DType::Int64));
+        reduce::argmax(&x, Some(-1), false, false).unwrap();
+        reduce::all(&x, Some(&[]), false, true).unwrap();
+        reduce::count_nonzero(&x, Some(&[0])).unwrap();
+        reduce::vector_norm_raw(&x, 3.0, Some(&[2]), false, None).unwrap();
+        reduce::var_raw(&x, Some(&[0, 2]), 1.0, false, true).unwrap();
+        reduce::logsumexp_raw(&x, &[1], false).unwrap();
+    });
+    let f = "Float32";
+    assert_eq!(
+        calls,
+        vec![
+            "allocate 12 Float32".to_string(),
+            format!("reduce Sum [2, 3, 4] dims=[0, 2] values={f}[3]@cuda:0 indices=-"),
+            "allocate 4 Float32".into(),
+            format!("reduce Mean [2, 3, 4] dims=[0, 1, 2] values={f}[1, 1, 1]@cuda:0 indices=-"),
+            "allocate 64 Float64".into(),
+            "reduce Prod [2, 3, 4] dims=[1] values=Float64[2, 4]@cuda:0 indices=-".into(),
+            "allocate 24 Float32".into(),
+            format!("reduce Amin [2, 3, 4] dims=[2] values={f}[2, 3, 1]@cuda:0 indices=-"),
+            "allocate 32 Float32".into(),
+            "allocate 64 Int64".into(),
+            format!("reduce Argmax [2, 3, 4] dims=[1] values={f}[2, 4]@cuda:0 indices=Int64[2, 4]@cuda:0"),
+            "allocate 48 Int64".into(),
+            "reduce Argmin [2, 3, 4] dims=[2] values=- indices=Int64[2, 3]@cuda:0".into(),
+            "allocate 24 Bool".into(),
+            "reduce All [2, 3, 4] dims=[] values=Bool[2, 3, 4]@cuda:0 indices=-".into(),
+            "allocate 96 Int64".into(),
+            "reduce CountNonzero [2, 3, 4] dims=[0] values=Int64[3, 4]@cuda:0 indices=-".into(),
+            "allocate 24 Float32".into(),
+            format!("reduce Norm {{ p: 3.0 }} [2, 3, 4] dims=[2] values={f}[2, 3]@cuda:0 indices=-"),
+            "allocate 12 Float32".into(),
+            format!("reduce Var {{ correction: 1.0, std: true }} [2, 3, 4] dims=[0, 2] values={f}[3]@cuda:0 indices=-"),
+            "allocate 32 Float32".into(),
+            format!("reduce LogSumExp [2, 3, 4] dims=[1] values={f}[2, 4]@cuda:0 indices=-"),
+        ]
+    );
+}
+
+#[test]
+fn softmax_routes_forward_and_fused_backward() {
+    use minigrad_core::autograd::meta::RequiresGradEntry;
+    use minigrad_core::autograd::{run_backward, BackwardRequest};
+    let x = cuda(&[2, 5]);
+    x.set_requires_grad(true, RequiresGradEntry::Factory).unwrap();
+    let calls = calls_of(|| {
+        let y = reduce::softmax(&x, -1, None, true).unwrap();
+        assert_eq!(y.device(), Device::Cuda(0));
+        let seed = cuda(&[2, 5]);
+        let g = run_backward(BackwardRequest { roots: vec![(y.gradient_edge().unwrap(), seed)], inputs: &[x.gradient_edge().unwrap()], keep_graph: false, create_graph: false, accumulate: false }).unwrap();
+        assert_eq!(g[0].as_ref().unwrap().device(), Device::Cuda(0));
+    });
+    assert_eq!(calls, vec!["allocate 40 Float32", "softmax [2, 5] dim=1 log=true", "allocate 40 Float32", "allocate 40 Float32", "softmax_backward [2, 5] dim=1 log=true"]);
+}
+
+#[test]
+fn matrix_products_route_as_batched_matrices() {
+    let (a, b, v) = (cuda(&[2, 3]), cuda(&[3, 4]), cuda(&[3]));
+    let batch = cuda(&[5, 2, 3]);
+    let calls = calls_of(|| {
+        let c = linalg::mm_raw(&a, &b).unwrap();
+        assert_eq!((c.device(), c.shape()), (Device::Cuda(0), &[2, 4][..]));
+        // mv: the vector is a one-column matrix, the result a (2, 1) view of the output
+        let y = linalg::mv_raw(&a, &v).unwrap();
+        assert_eq!(y.shape(), &[2]);
+        linalg::bmm_raw(&batch, &cuda(&[5, 3, 4])).unwrap();
+        // matmul broadcasts the batch dims: b's size-1 batch dim is read with stride 0
+        let c = linalg::matmul_raw(&batch, &cuda(&[1, 3, 4])).unwrap();
+        assert_eq!(c.shape(), &[5, 2, 4]);
+    });
+    assert_eq!(
+        calls,
+        [
+            "allocate 32 Float32",
+            "matmul [2, 4] = [2, 3][3, 1] @ [3, 4][4, 1]",
+            "allocate 8 Float32",
+            "matmul [2, 1] = [2, 3][3, 1] @ [3, 1][1, 0]",
+            "allocate 240 Float32",
+            "allocate 160 Float32",
+            "matmul [5, 2, 4] = [5, 2, 3][6, 3, 1] @ [5, 3, 4][12, 4, 1]",
+            "allocate 48 Float32",
+            "allocate 160 Float32",
+            "matmul [5, 2, 4] = [5, 2, 3][6, 3, 1] @ [5, 3, 4][0, 4, 1]",
+        ]
+    );
+}
+
+#[test]
+fn a_backend_without_a_family_says_not_implemented() {
+    register();
+    let x = Tensor::empty_on(&[2, 3], DType::Float32, Device::Cuda(1)).unwrap();
+    let not_impl = |r: minigrad_core::Result<Tensor>, op: &str| match r {
+        Err(minigrad_core::Error::NotImplemented(m)) => {
+            assert!(m.starts_with(&format!("Could not run 'aten::{}' with arguments from the 'CUDA' backend.", op)), "{}", m);
+            assert!(m.contains("cuda:1"), "{}", m);
+        }
+        other => panic!("expected NotImplemented for {}, got {:?}", op, other.map(|t| t.shape().to_vec())),
+    };
+    not_impl(reduce::sum_raw(&x, None, false, None), "sum");
+    not_impl(reduce::max_dim_raw(&x, 0, false, true).map(|(v, _)| v), "argmax");
+    not_impl(reduce::var_raw(&x, None, 1.0, false, true).map(|(v, _)| v), "std");
+    not_impl(reduce::softmax_raw(&x, 1, None, false), "_softmax");
+    not_impl(linalg::mm_raw(&x, &Tensor::empty_on(&[3, 2], DType::Float32, Device::Cuda(1)).unwrap()), "mm");
 }

@@ -71,6 +71,10 @@ impl Backend for Cpu {
         crate::ops::reduce::softmax_cpu_kernel(dst, src, dim, log)
     }
 
+    fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        crate::ops::linalg::matmul_cpu_kernel(dst, a, b)
+    }
+
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
         crate::kernels::add_into(dst, src)
     }

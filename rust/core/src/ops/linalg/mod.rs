@@ -12,6 +12,7 @@ use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::matmul::{batched, Strides};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 mod addmm;
@@ -53,28 +54,76 @@ impl<'a> Operand<'a> {
     }
 }
 
+impl Operand<'_> {
+    /// The operand as the `(batch.., rows, cols)` tensor the device's `matmul` reads: itself
+    /// when its layout already is that, else a view of its storage with the operand's strides.
+    fn as_batch_matrix(&self, batch: &[usize], rows: usize, cols: usize) -> Tensor {
+        let mut shape = batch.to_vec();
+        shape.extend([rows, cols]);
+        let mut strides = self.batch_strides.clone();
+        strides.extend([self.rs, self.cs]);
+        if self.t.shape() == shape.as_slice() && self.t.strides() == strides.as_slice() {
+            return self.t.clone();
+        }
+        Tensor::from_storage(self.t.storage.clone(), Layout { shape, strides, offset: self.t.layout.offset })
+    }
+}
+
 /// `out[batch..] = a[batch..] @ b[batch..]` into a new contiguous tensor of `out_shape`
-/// (whose numel is batch·m·n). Zeros when k is 0, as torch.
+/// (whose numel is batch·m·n), on the operands' device. Zeros when k is 0, as torch.
 #[allow(clippy::too_many_arguments)]
 fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a: &Operand, b: &Operand, dtype: DType) -> Result<Tensor> {
+    let device = crate::device::common_device(&[a.t, b.t])?;
     let count: usize = batch.iter().product();
     if count == 0 || m == 0 || n == 0 {
-        return Ok(Tensor::empty(out_shape, dtype)?);
+        return Ok(Tensor::empty_on(out_shape, dtype, device)?);
     }
     if k == 0 {
-        return Ok(Tensor::zeros(out_shape, dtype)?);
+        return Ok(Tensor::zeros_on(out_shape, dtype, device)?);
     }
-    let out = Tensor::empty(out_shape, dtype)?;
+    if dtype == DType::Bool {
+        return Err(not_implemented("addmm_impl_cpu_", dtype));
+    }
+    let out = Tensor::empty_on(out_shape, dtype, device)?;
+    let mut dst_shape = batch.to_vec();
+    dst_shape.extend([m, n]);
+    // mv and dot write a vector or a scalar: the same memory seen as (m, n) matrices.
+    let dst = if out.shape() == dst_shape.as_slice() { out.clone() } else { Tensor::from_storage(out.storage.clone(), Layout::contiguous(&dst_shape)) };
+    let (av, bv) = (a.as_batch_matrix(batch, m, k), b.as_batch_matrix(batch, k, n));
+    crate::device::backend_for(&[&dst, &av, &bv])?.matmul(&dst, &av, &bv)?;
+    Ok(out)
+}
+
+/// The CPU side of `Backend::matmul` (its contract: `(B.., m, k) @ (B.., k, n)` into a fresh
+/// `dst`, one dtype, every size at least 1): one gemm (or integer loop) per batch entry,
+/// operands read in place through their strides.
+pub(crate) fn matmul_cpu_kernel(dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    let nd = dst.ndim();
+    let bad = || Error::Runtime("matmul: the op layer passed mismatched operands".into());
+    if nd < 2 || a.ndim() != nd || b.ndim() != nd || a.dtype() != dst.dtype() || b.dtype() != dst.dtype() {
+        return Err(bad());
+    }
+    let (m, n, k) = (dst.shape()[nd - 2], dst.shape()[nd - 1], a.shape()[nd - 1]);
+    let batch = &dst.shape()[..nd - 2];
+    if a.shape()[..nd - 2] != *batch || b.shape()[..nd - 2] != *batch || a.shape()[nd - 2] != m || b.shape()[nd - 2] != k || b.shape()[nd - 1] != n {
+        return Err(bad());
+    }
+    let count: usize = batch.iter().product();
+    if count == 0 || m == 0 || n == 0 || k == 0 {
+        return Err(bad());
+    }
+    let (ds, as_, bs) = (dst.strides(), a.strides(), b.strides());
     // Offsets of each batch entry, walking the batch shape in row-major order.
     let mut offsets = Vec::with_capacity(count);
     let mut idx = vec![0usize; batch.len()];
-    for e in 0..count {
-        let (mut oa, mut ob) = (a.t.layout.offset as isize, b.t.layout.offset as isize);
+    for _ in 0..count {
+        let mut o = [dst.layout.offset as isize, a.layout.offset as isize, b.layout.offset as isize];
         for (d, &i) in idx.iter().enumerate() {
-            oa += i as isize * a.batch_strides[d];
-            ob += i as isize * b.batch_strides[d];
+            o[0] += i as isize * ds[d];
+            o[1] += i as isize * as_[d];
+            o[2] += i as isize * bs[d];
         }
-        offsets.push([(e * m * n) as isize, oa, ob]);
+        offsets.push(o);
         for d in (0..batch.len()).rev() {
             idx[d] += 1;
             if idx[d] < batch[d] {
@@ -83,24 +132,24 @@ fn product(out_shape: &[usize], batch: &[usize], m: usize, n: usize, k: usize, a
             idx[d] = 0;
         }
     }
-    let s = Strides { dst_rs: n as isize, dst_cs: 1, a_rs: a.rs, a_cs: a.cs, b_rs: b.rs, b_cs: b.cs };
+    let s = Strides { dst_rs: ds[nd - 2], dst_cs: ds[nd - 1], a_rs: as_[nd - 2], a_cs: as_[nd - 1], b_rs: bs[nd - 2], b_cs: bs[nd - 1] };
     macro_rules! go {
         ($T:ty) => {
             // SAFETY: every operand address is an element of a valid layout (strides and offsets
-            // come from the operands' own layouts, broadcast dims read with stride 0); `out` is
-            // fresh memory of count·m·n elements that no input shares, and entry e writes only
-            // its own block [e·m·n, (e+1)·m·n).
-            unsafe { batched::<$T>(m, n, k, out.base_ptr::<$T>(), a.t.base_ptr::<$T>(), b.t.base_ptr::<$T>(), s, &offsets) }
+            // come from the operands' own layouts, broadcast dims read with stride 0); `dst` is
+            // fresh memory (the contract) that no input shares, and each batch entry writes its
+            // own distinct (m, n) block of it.
+            unsafe { batched::<$T>(m, n, k, dst.base_ptr::<$T>(), a.base_ptr::<$T>(), b.base_ptr::<$T>(), s, &offsets) }
         };
     }
-    match dtype {
+    match dst.dtype() {
         DType::Float32 => go!(f32),
         DType::Float64 => go!(f64),
         DType::Int64 => go!(i64),
         DType::Int32 => go!(i32),
-        DType::Bool => return Err(not_implemented("addmm_impl_cpu_", dtype)),
+        DType::Bool => return Err(not_implemented("addmm_impl_cpu_", DType::Bool)),
     }
-    Ok(out)
+    Ok(())
 }
 
 // ----- autograd: saves and backward formulas (derivatives.yaml) -----

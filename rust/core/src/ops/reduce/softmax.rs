@@ -75,10 +75,14 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
     let Some(mut rec) = Recorder::new(&[Some(&xx)])? else { return Ok(out) };
     rec.value("dim", dim);
     rec.save_output("result", &out, 0);
-    let d = [wrap_dim(dim, out.ndim())? as i64];
+    let wd = wrap_dim(dim, out.ndim())?;
+    let d = [wd as i64];
     let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
     rec.finish(name, &[&out], Box::new(move |ctx| {
         let (g, r) = (ctx.grad(), ctx.saved(0));
+        if let Some(gi) = fused_backward(g, r, wd, log)? {
+            return Ok(vec![Some(gi)]);
+        }
         let gi = if log {
             fm::sub(g, &fm::mul(&fm::un(UnaryOp::Exp, r)?, &sum(g, Some(&d), true, None)?)?)?
         } else {
@@ -87,6 +91,18 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
         Ok(vec![Some(gi)])
     }))?;
     Ok(out)
+}
+
+/// The backward in one kernel pass where the device has one (`Backend::softmax_backward`) and
+/// no graph of the backward is being recorded; `None` runs the composite formula (the CPU's).
+fn fused_backward(g: &Tensor, r: &Tensor, dim: usize, log: bool) -> Result<Option<Tensor>> {
+    let plain = g.dtype() == r.dtype() && g.shape() == r.shape() && g.numel() > 0;
+    if !plain || crate::autograd::record::should_record(&[Some(g), Some(r)]) {
+        return Ok(None);
+    }
+    let backend = crate::device::backend_for(&[g, r])?;
+    let gi = Tensor::empty_on(g.shape(), g.dtype(), backend.device())?;
+    Ok(backend.softmax_backward(&gi, g, r, dim, log)?.then_some(gi))
 }
 
 #[cfg(test)]
