@@ -10,6 +10,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from ... import _C
+from ..._device import check_device, device as _device
 from ...autograd.grad_mode import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Parameter
@@ -356,21 +357,33 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype) / to(device) / to(tensor): converts floating parameters and buffers."""
+        """to(dtype) / to(device) / to(device, dtype) / to(tensor): moves and converts floating
+        parameters and buffers (every one moves to the device; only floating ones change dtype).
+        Parameters stay the same objects, as torch's do."""
         dtype = kwargs.pop("dtype", None)
-        kwargs.pop("device", None), kwargs.pop("non_blocking", None)
+        device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments - got {tuple(kwargs)}")
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a
             elif isinstance(a, _C.TensorBase):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, int, _device)):
+                device = a
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None:
+        target = None if device is None else check_device(f"cuda:{device}" if isinstance(device, int) else device)
+        if dtype is None and target is None:
             return self
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+        def convert(t):
+            if dtype is not None and t.is_floating_point():
+                t = t.to(dtype)
+            return t if target is None else t.to(target)
+
+        return self._apply(convert)
 
     def float(self):
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
@@ -378,8 +391,11 @@ class Module:
     def double(self):
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
     def cpu(self):
-        return self
+        return self._apply(lambda t: t.cpu())
 
     # ----- calling: pre-hooks, forward, hooks (the machinery is in _hooks.py) -----
 

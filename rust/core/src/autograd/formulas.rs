@@ -65,11 +65,11 @@ pub fn cmp_s(op: BinaryOp, a: &Tensor, v: f64) -> Result<Tensor> {
     cmp(op, a, &s(v))
 }
 
-pub fn zeros(shape: &[usize], dtype: DType) -> crate::error::Result<Tensor> {
-    copy::zeros_raw(shape, dtype)
+pub fn zeros(shape: &[usize], dtype: DType, device: crate::device::Device) -> crate::error::Result<Tensor> {
+    copy::zeros_raw(shape, dtype, device)
 }
 pub fn zeros_like(a: &Tensor) -> crate::error::Result<Tensor> {
-    copy::zeros_raw(a.shape(), a.dtype())
+    copy::zeros_raw(a.shape(), a.dtype(), a.device())
 }
 
 pub fn cast(a: &Tensor, dtype: DType) -> Result<Tensor> {

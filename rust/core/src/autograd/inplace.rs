@@ -142,7 +142,7 @@ fn relative_layout(view: &Layout, base: &Layout, buffer: &Layout) -> Layout {
 fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
     let off = base.layout.offset as isize;
     let (lo, hi) = base.layout.extent().unwrap_or((off, off + 1));
-    let buf = crate::ops::copy::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype())?;
+    let buf = crate::ops::copy::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype(), base.device())?;
     let layout = Layout { shape: base.shape().to_vec(), strides: base.strides().to_vec(), offset: (off - lo) as usize };
     Ok(Tensor { layout, ..buf })
 }

@@ -239,9 +239,10 @@ pub fn record_view(
     };
     let shape = input.shape().to_vec();
     let dtype = input.dtype();
+    let device = input.device();
     let n = outputs.len();
     let formula: Formula = Box::new(move |ctx| {
-        let grad_input = crate::ops::copy::zeros_raw(&shape, dtype)?;
+        let grad_input = crate::ops::copy::zeros_raw(&shape, dtype, device)?;
         let parts = view_fn(&grad_input)?;
         for (i, part) in parts.iter().enumerate().take(n) {
             if let Some(g) = &ctx.grads[i] {

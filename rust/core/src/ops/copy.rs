@@ -192,9 +192,9 @@ pub fn cast_input(t: &Tensor, dtype: DType) -> Result<Tensor> {
 #[allow(dead_code)]
 fn _assert_element_bound<T: Element>() {}
 
-/// Zeros, contiguous (gradient buffers).
-pub fn zeros_raw(shape: &[usize], dtype: DType) -> Result<Tensor> {
-    Tensor::zeros(shape, dtype)
+/// Zeros, contiguous, on `device` (gradient buffers: on the device of the gradient they hold).
+pub fn zeros_raw(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    Tensor::zeros_on(shape, dtype, device)
 }
 
 // ----- autograd -----
@@ -261,14 +261,14 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
             } else {
                 None
             };
-            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())).transpose()?, gs])
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype(), g.device())).transpose()?, gs])
         }))?;
     }
     Ok(())
 }
 
 fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
-    rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype())?)])))
+    rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype(), ctx.grad().device())?)])))
 }
 
 /// Differentiable `fill_(number)` (FillBackward2: the old values get no gradient).
@@ -307,7 +307,7 @@ pub fn fill_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
         rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
             let g = ctx.grad();
             let gv = if ctx.needs(1) { Some(crate::ops::reduce::sum(g, None, false, None)?) } else { None };
-            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype())).transpose()?, gv])
+            Ok(vec![ctx.needs(0).then(|| zeros_raw(g.shape(), g.dtype(), g.device())).transpose()?, gv])
         }))?;
     }
     Ok(())

@@ -76,7 +76,7 @@ pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad
         let scales = row_scales(&flat.to_vec::<i64>()?, padding_idx, scale_grad_by_freq, num_weights);
         let rows = views::reshape(g, &[-1, dim as i64])?;
         let rows = if scales.iter().all(|&s| s == 1.0) { rows } else { fm::mul(&rows, &from_f64s(scales, &[flat.numel(), 1], g.dtype())?)? };
-        let zeros = fm::zeros(&[num_weights, dim], g.dtype())?;
+        let zeros = fm::zeros(&[num_weights, dim], g.dtype(), g.device())?;
         Ok(vec![Some(index_add(&zeros, 0, &flat, &rows, Scalar::Int(1), false)?)])
     }))?;
     Ok(out)

@@ -207,7 +207,7 @@ pub fn repeat_raw(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         )));
     }
     if target.contains(&0) {
-        return Tensor::empty(&target.iter().map(|&t| t as usize).collect::<Vec<_>>(), x.dtype());
+        return Tensor::empty_on(&target.iter().map(|&t| t as usize).collect::<Vec<_>>(), x.dtype(), x.device());
     }
     // [p0, p1, ...] viewed as [1, p0, 1, p1, ...], expanded to [r0, p0, r1, p1, ...], copied.
     let base = reshape_raw(x, &padded)?;
@@ -224,7 +224,7 @@ pub fn repeat_raw(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
 /// torch's repeat_backward: the gradient summed over the repeated copies of each dim.
 fn repeat_backward(g: &Tensor, repeats: &[i64], input_shape: &[usize]) -> Result<Tensor> {
     if repeats.contains(&0) {
-        return Tensor::zeros(input_shape, g.dtype());
+        return Tensor::zeros_on(input_shape, g.dtype(), g.device());
     }
     let mut g = g.clone();
     let lead = g.ndim() - input_shape.len();

@@ -113,7 +113,7 @@ fn value_selecting_backward(g: &Tensor, dim: usize, indices: &Tensor, shape: &[u
     } else {
         (views::unsqueeze(g, dim as i64)?, views::unsqueeze_raw(indices, dim as i64)?)
     };
-    let z = fm::zeros(shape, g.dtype())?;
+    let z = fm::zeros(shape, g.dtype(), g.device())?;
     crate::ops::gather::scatter(&z, dim as i64, &idx, &crate::ops::gather::Source::Tensor(g), None, false)
 }
 

@@ -188,7 +188,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let shape = x.shape().to_vec();
     rec.finish("GatherBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
-        Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype())?, dim, ctx.saved(1), g, false)?)])
+        Ok(vec![Some(scatter_add(&fm::zeros(&shape, g.dtype(), g.device())?, dim, ctx.saved(1), g, false)?)])
     }))?;
     Ok(out)
 }

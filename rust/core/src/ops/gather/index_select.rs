@@ -165,7 +165,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let shape = x.shape().to_vec();
     rec.finish("IndexSelectBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
-        Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype())?, dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
+        Ok(vec![Some(index_add(&fm::zeros(&shape, g.dtype(), g.device())?, dim, ctx.saved(0), g, Scalar::Int(1), false)?)])
     }))?;
     Ok(out)
 }

@@ -194,7 +194,7 @@ fn fill_with_tensor_(dst: &Tensor, value: &Tensor) -> Result<()> {
     rec.finish_inplace("FillBackward3", dst, Box::new(|ctx| {
         let g = ctx.grad();
         let gv = if ctx.needs(1) { Some(crate::ops::reduce::sum(g, None, false, None)?) } else { None };
-        Ok(vec![ctx.needs(0).then(|| Tensor::zeros(g.shape(), g.dtype())).transpose()?, gv])
+        Ok(vec![ctx.needs(0).then(|| Tensor::zeros_on(g.shape(), g.dtype(), g.device())).transpose()?, gv])
     }))
 }
 

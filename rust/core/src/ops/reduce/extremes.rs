@@ -171,7 +171,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
             return Ok(vec![Some(g.clone())]);
         }
         let (idx, g) = if keepdim { (idx.clone(), g.clone()) } else { (views::unsqueeze_raw(idx, w as i64)?, views::unsqueeze(g, w as i64)?) };
-        let z = fm::zeros(&shape, g.dtype())?;
+        let z = fm::zeros(&shape, g.dtype(), g.device())?;
         let src = crate::ops::gather::Source::Tensor(g);
         Ok(vec![Some(crate::ops::gather::scatter(&z, w as i64, &idx, &src, None, false)?)])
     }))?;
