@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD/python" MINIGRAD_TORCH_PIN=any CUPY_CACHE_DIR="${CUPY_CACHE_DIR:-$OUT/cupy-cache}"
+export PYTHONPATH="$PWD/python" MINIGRAD_TORCH_PIN=any CUPY_CACHE_DIR="${CUPY_CACHE_DIR:-/tmp/minigrad-cupy-cache}"
 exec > >(tee "$OUT/log.txt") 2>&1
 step() { echo; echo "== $* ($(date +%T))"; }
 
@@ -34,9 +34,10 @@ print((x * 2 + 1).relu().sum(dim=1).tolist(), "first kernels (compile included):
 PY
 
 step "CUDA tests (tests/test_cuda_backend.py) against torch"
-timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend.py -q -p no:cacheprovider -x --junitxml="$OUT/junit.xml" \
-    --durations=10 2>&1 | tail -40
-echo "pytest rc=${PIPESTATUS[0]}"
+timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend.py -q -p no:cacheprovider --maxfail=40 -rf \
+    --junitxml="$OUT/junit.xml" --durations=5 > "$OUT/pytest.txt" 2>&1
+echo "pytest rc=$?"
+grep -E '^(FAILED|ERROR)|^E  +[A-Z]|passed|failed|^[0-9.]+s ' "$OUT/pytest.txt" | cut -c1-300 | head -80
 
 step "minigrad bench gpu"
 timeout "${BENCH_TIMEOUT:-150}" python3 -m minigrad bench gpu --quick --no-progress --json "$OUT/bench_gpu.json" 2>&1 | tail -40

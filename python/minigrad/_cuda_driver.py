@@ -28,6 +28,8 @@ class CupyDriver:
         self._headers = dict(_C._cuda_headers())
         self._options = tuple(_C._cuda_nvrtc_options())
         self._modules = []  # keeps every compiled module (and so its functions) alive
+        self._launch = driver.launchKernel  # bound once: a launch is on the per-op path
+        self._current_stream = cupy.cuda.get_current_stream
         self._functions = {}
 
     def _device(self):
@@ -76,9 +78,7 @@ class CupyDriver:
         return self._functions[expr].ptr
 
     def launch(self, handle, grid, block, shared_bytes, params):
-        self._driver.launchKernel(
-            handle, grid, 1, 1, block, 1, 1, shared_bytes, self._cupy.cuda.get_current_stream().ptr, params, 0
-        )
+        self._launch(handle, grid, 1, 1, block, 1, 1, shared_bytes, self._current_stream().ptr, params, 0)
 
     def _array(self, dtype, operand):
         """A CuPy view (no copy, not owning) of device memory described by the backend."""
