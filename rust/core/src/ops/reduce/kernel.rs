@@ -64,13 +64,13 @@ impl Reduction {
     }
 }
 
-/// The reduced-dims mask of `dims` (ascending, distinct) over `ndim` dims.
-fn mask_of(dims: &[usize], ndim: usize) -> Result<Vec<bool>> {
-    let mut mask = vec![false; ndim];
+/// Sets the reduced dims `dims` (ascending, distinct) in `mask` (false on entry).
+fn mark(mask: &mut [bool], dims: &[usize]) -> Result<()> {
+    let ndim = mask.len();
     for &d in dims {
         *mask.get_mut(d).ok_or_else(|| Error::Runtime(format!("reduce: dim {} out of range for {} dims", d, ndim)))? = true;
     }
-    Ok(mask)
+    Ok(())
 }
 
 /// Runs reducer `r` over `x` (whose dtype is `R::In`).
@@ -97,63 +97,72 @@ fn not_float(op: Reduction) -> Error {
 /// The CPU side of `Backend::reduce`.
 pub(crate) fn cpu_kernel(op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, x: &Tensor, dims: &[usize]) -> Result<()> {
     use Reduction::*;
-    let mask = mask_of(dims, x.ndim())?;
+    // On the stack for the usual ranks: small reductions are dominated by such overheads.
+    let (mut buf, mut heap) = ([false; 16], Vec::new());
+    let mask: &mut [bool] = if x.ndim() <= buf.len() {
+        &mut buf[..x.ndim()]
+    } else {
+        heap.resize(x.ndim(), false);
+        &mut heap
+    };
+    mark(mask, dims)?;
+    let mask: &[bool] = mask;
     let n: usize = dims.iter().map(|&d| x.shape()[d]).product();
     match op {
         Sum | Prod | Mean => {
             let out = output(values, op, "values")?;
             let div = (op == Mean).then_some(n as f64);
             dispatch!(x.dtype(), T => dispatch!(out.dtype(), D => {
-                if op == Prod { run(SumProd::<T, D, true>::new(out_ptr::<D>(out), div), x, &mask) }
-                else { run(SumProd::<T, D, false>::new(out_ptr::<D>(out), div), x, &mask) }
+                if op == Prod { run(SumProd::<T, D, true>::new(out_ptr::<D>(out), div), x, mask) }
+                else { run(SumProd::<T, D, false>::new(out_ptr::<D>(out), div), x, mask) }
             }));
         }
         Amax | Amin => {
             let out = output(values, op, "values")?;
             dispatch!(x.dtype(), T => {
                 let p = SendPtr(out_ptr::<T>(out));
-                if op == Amax { run(Extreme::<T, true> { out: p }, x, &mask) } else { run(Extreme::<T, false> { out: p }, x, &mask) }
+                if op == Amax { run(Extreme::<T, true> { out: p }, x, mask) } else { run(Extreme::<T, false> { out: p }, x, mask) }
             });
         }
         Argmax | Argmin => {
             let ip = SendPtr(out_ptr::<i64>(output(indices, op, "indices")?));
             dispatch!(x.dtype(), T => {
                 let vp = values.map(|v| SendPtr(out_ptr::<T>(v)));
-                if op == Argmax { run(ArgExtreme::<T, true> { values: vp, indices: ip }, x, &mask) }
-                else { run(ArgExtreme::<T, false> { values: vp, indices: ip }, x, &mask) }
+                if op == Argmax { run(ArgExtreme::<T, true> { values: vp, indices: ip }, x, mask) }
+                else { run(ArgExtreme::<T, false> { values: vp, indices: ip }, x, mask) }
             });
         }
         All | Any => {
             let p = out_ptr::<bool>(output(values, op, "values")?);
             dispatch!(x.dtype(), T => {
-                if op == All { run(AllAny::<T, true>::new(p), x, &mask) } else { run(AllAny::<T, false>::new(p), x, &mask) }
+                if op == All { run(AllAny::<T, true>::new(p), x, mask) } else { run(AllAny::<T, false>::new(p), x, mask) }
             });
         }
         CountNonzero => {
             let p = out_ptr::<i64>(output(values, op, "values")?);
-            dispatch!(x.dtype(), T => run(rd::CountNonzero::<T>::new(p), x, &mask));
+            dispatch!(x.dtype(), T => run(rd::CountNonzero::<T>::new(p), x, mask));
         }
         Norm { p: ord } => {
             let out = output(values, op, "values")?;
             dispatch_float!(x.dtype(), T => dispatch_float!(out.dtype(), D => {
                 let p = out_ptr::<D>(out);
                 use norm_kind::*;
-                if ord == 2.0 { run(rd::Norm::<T, D, TWO>::new(p, ord), x, &mask) }
-                else if ord == 1.0 { run(rd::Norm::<T, D, ONE>::new(p, ord), x, &mask) }
-                else if ord == f64::INFINITY { run(rd::Norm::<T, D, INF>::new(p, ord), x, &mask) }
-                else if ord == f64::NEG_INFINITY { run(rd::Norm::<T, D, NEG_INF>::new(p, ord), x, &mask) }
-                else if ord == 0.0 { run(rd::Norm::<T, D, ZERO>::new(p, ord), x, &mask) }
-                else { run(rd::Norm::<T, D, P>::new(p, ord), x, &mask) }
+                if ord == 2.0 { run(rd::Norm::<T, D, TWO>::new(p, ord), x, mask) }
+                else if ord == 1.0 { run(rd::Norm::<T, D, ONE>::new(p, ord), x, mask) }
+                else if ord == f64::INFINITY { run(rd::Norm::<T, D, INF>::new(p, ord), x, mask) }
+                else if ord == f64::NEG_INFINITY { run(rd::Norm::<T, D, NEG_INF>::new(p, ord), x, mask) }
+                else if ord == 0.0 { run(rd::Norm::<T, D, ZERO>::new(p, ord), x, mask) }
+                else { run(rd::Norm::<T, D, P>::new(p, ord), x, mask) }
             }, _ => return Err(not_float(op))), _ => return Err(not_float(op)));
         }
         Var { correction, std } => {
             let out = output(values, op, "values")?;
             dispatch_float!(x.dtype(), T => {
                 let mut means = crate::alloc::try_vec(out.numel(), 0.0f64)?;
-                run(SumProd::<T, f64, false>::new(means.as_mut_ptr(), Some(n as f64)), x, &mask);
+                run(SumProd::<T, f64, false>::new(means.as_mut_ptr(), Some(n as f64)), x, mask);
                 let divisor = (n as f64 - correction).max(0.0);
                 let r = SquaredDeviation::<T> { means: &means, out: SendPtr(out_ptr::<T>(out)), divisor, sqrt: std };
-                run(r, x, &mask);
+                run(r, x, mask);
             }, _ => return Err(not_float(op)));
         }
         LogSumExp => {
@@ -165,10 +174,10 @@ pub(crate) fn cpu_kernel(op: Reduction, values: Option<&Tensor>, indices: Option
                     crate::alloc::try_vec(out_numel, 0.0)?
                 } else {
                     let mut maxes = crate::alloc::try_vec(out_numel, T::zero())?;
-                    run(Extreme::<T, true> { out: SendPtr(maxes.as_mut_ptr()) }, x, &mask);
+                    run(Extreme::<T, true> { out: SendPtr(maxes.as_mut_ptr()) }, x, mask);
                     maxes.iter().map(|&m| if m.to_f64().is_infinite() { 0.0 } else { m.to_f64() }).collect()
                 };
-                run(rd::LogSumExp::<T, T> { shifts: &shifts, out: SendPtr(out_ptr::<T>(out)), _t: PhantomData }, x, &mask);
+                run(rd::LogSumExp::<T, T> { shifts: &shifts, out: SendPtr(out_ptr::<T>(out)), _t: PhantomData }, x, mask);
             }, _ => return Err(not_float(op)));
         }
     }

@@ -177,8 +177,22 @@ fn new_out(x: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 /// Hands the element work of `op` over the dims set in `mask` to `x`'s device.
 fn launch(op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, x: &Tensor, mask: &[bool]) -> Result<()> {
-    let dims: Vec<usize> = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i).collect();
-    crate::device::backend_for(&[x])?.reduce(op, values, indices, x, &dims)
+    // On the stack for the usual ranks: small reductions are dominated by such overheads.
+    let (mut buf, mut heap) = ([0usize; 16], Vec::new());
+    let mut count = 0;
+    for (i, _) in mask.iter().enumerate().filter(|(_, &m)| m) {
+        if count < buf.len() {
+            buf[count] = i;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&buf);
+            }
+            heap.push(i);
+        }
+        count += 1;
+    }
+    let dims = if count <= buf.len() { &buf[..count] } else { &heap[..] };
+    crate::device::backend_for(&[x])?.reduce(op, values, indices, x, dims)
 }
 
 // ----- autograd: how saved values print, pieces of the backward formulas -----
