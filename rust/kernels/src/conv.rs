@@ -14,7 +14,7 @@
 //! after another, and the chunk size depends on the geometry only, not on the thread count.
 
 mod unfold;
-pub use unfold::{col2im, im2col, unfold_row, valid_outputs};
+pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;
 use super::matmul::MatElem;
@@ -104,34 +104,36 @@ struct Mat<'a, T> {
     cs: usize,
 }
 
-/// `dst = a @ b`, or `dst += a @ b` with `accumulate`; dst is row-major with `dst_rs` between
-/// rows. gemm splits the product over rayon's threads when m·n·k reaches `GEMM_PAR_WORK`.
-fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], dst_rs: usize, a: Mat<T>, b: Mat<T>, accumulate: bool) {
+/// `dst = a @ b`, or `dst += a @ b` with `accumulate`; dst is row- or column-major with the
+/// given (row, column) strides. gemm splits the product over rayon's threads when m·n·k reaches `GEMM_PAR_WORK`.
+fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_cs): (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
         if !accumulate {
-            for row in 0..m {
-                dst[row * dst_rs..row * dst_rs + n].fill(T::zero());
+            for i in 0..m {
+                for j in 0..n {
+                    dst[i * dst_rs + j * dst_cs] = T::zero();
+                }
             }
         }
         return;
     }
     let last = |rs: usize, cs: usize, r: usize, c: usize| (r - 1) * rs + (c - 1) * cs;
     assert!(last(a.rs, a.cs, m, k) < a.data.len() && last(b.rs, b.cs, k, n) < b.data.len());
-    assert!(last(dst_rs, 1, m, n) < dst.len() && dst_rs >= n);
+    assert!(last(dst_rs, dst_cs, m, n) < dst.len() && ((dst_cs == 1 && dst_rs >= n) || (dst_rs == 1 && dst_cs >= m)));
     let work = m.saturating_mul(n).saturating_mul(k);
     let par = if work >= GEMM_PAR_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let (alpha, beta) = if accumulate { (T::from_f64(1.0), T::from_f64(1.0)) } else { (T::zero(), T::from_f64(1.0)) };
     // SAFETY: strides are non-negative and the asserts show the last (largest-offset) element
-    // of each operand lies inside its slice, so every addressed element does. dst rows are at
-    // least n apart with unit column stride, so its elements are distinct; dst is a `&mut`
+    // of each operand lies inside its slice, so every addressed element does. dst is row- or
+    // column-major with lines at least a line's length apart, so its elements are distinct; dst is a `&mut`
     // slice, so it overlaps neither input. m, n, k are non-zero. Without `accumulate`,
     // read_dst = false makes gemm overwrite dst without reading it.
     unsafe {
         gemm::gemm(
-            m, n, k, dst.as_mut_ptr(), 1, dst_rs as isize, accumulate, a.data.as_ptr(), a.cs as isize, a.rs as isize,
+            m, n, k, dst.as_mut_ptr(), dst_cs as isize, dst_rs as isize, accumulate, a.data.as_ptr(), a.cs as isize, a.rs as isize,
             b.data.as_ptr(), b.cs as isize, b.rs as isize, alpha, beta, false, false, false, par,
         )
     }
@@ -150,14 +152,14 @@ fn workspace<T: ConvElem>(buf: &mut Vec<T>, dims: &[usize]) -> Result<()> {
 
 /// Columns of images `first..first + nb` side by side: row r of image i at
 /// `cols[r·nb·P + i·P ..]`. Rows are independent, so they are filled in parallel.
-fn unfold_chunk<T: ConvElem>(x: &[T], first: usize, nb: usize, g: &Geometry, cols: &mut [T]) {
+fn unfold_chunk<T: ConvElem>(x: &[T], first: usize, nb: usize, g: &Geometry, taps: &[Tap], cols: &mut [T]) {
     let (hw, p, k) = (g.h * g.w, g.pixels(), g.kh * g.kw);
     let (img, rs) = (g.c_in * hw, nb * p);
     for_each_chunk(&mut cols[..g.c_in * k * rs], rs, g.c_in * k * rs, |r, row| {
-        let (c, ki, kj) = (r / k, (r % k) / g.kw, r % g.kw);
+        let (c, t) = (r / k, &taps[r % k]);
         for (i, dst) in row.chunks_mut(p).enumerate() {
             let base = (first + i) * img + c * hw;
-            unfold_row(&x[base..base + hw], ki, kj, g, dst);
+            unfold_row(&x[base..base + hw], t, g, dst);
         }
     });
 }
@@ -187,37 +189,28 @@ fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mu
         return Ok(());
     }
     let nb = chunk_images(g, budget);
+    let taps = taps(g);
     let (mut cols, mut y) = (Vec::new(), Vec::new());
     workspace(&mut cols, &[g.c_in * g.kh * g.kw, nb, p])?;
-    if nb > 1 {
-        workspace(&mut y, &[g.c_out, nb, p])?;
-    }
+    workspace(&mut y, &[nb, p, g.c_out])?;
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
-        unfold_chunk(x, first, nb, g, &mut cols);
-        let out_c = &mut out[first * out_img..(first + nb) * out_img];
-        // One image: gemm writes its NCHW output directly; several: [Cout, nb·P], scattered below.
-        let dst: &mut [T] = if nb == 1 { out_c } else { &mut y };
+        unfold_chunk(x, first, nb, g, &taps, &mut cols);
+        // y is [Cout, nb·P] stored column-major (channel fastest): gemm's preferred output
+        // layout, measured ~1.8x faster here than row-major for these thin products.
         for grp in 0..g.groups {
             let a = Mat { data: &w[grp * cout_g * rows..], rs: rows, cs: 1 };
             let b = Mat { data: &cols[grp * rows * rs..], rs, cs: 1 };
-            gemm(cout_g, rs, rows, &mut dst[grp * cout_g * rs..], rs, a, b, false);
+            gemm(cout_g, rs, rows, &mut y[grp * cout_g..], (1, g.c_out), a, b, false);
         }
-        let out_c = &mut out[first * out_img..(first + nb) * out_img];
         let y = &y;
-        for_each_chunk(out_c, out_img, nb * out_img, |i, o| {
+        for_each_chunk(&mut out[first * out_img..(first + nb) * out_img], out_img, nb * out_img, |i, o| {
+            let yi = &y[i * p * g.c_out..(i + 1) * p * g.c_out];
             for (co, plane) in o.chunks_mut(p).enumerate() {
                 let b = bias.map_or(T::zero(), |b| b[co]);
-                if nb == 1 {
-                    if bias.is_some() {
-                        plane.iter_mut().for_each(|v| *v += b);
-                    }
-                } else {
-                    let src = &y[co * rs + i * p..co * rs + (i + 1) * p];
-                    for (v, s) in plane.iter_mut().zip(src) {
-                        *v = *s + b;
-                    }
+                for (v, s) in plane.iter_mut().zip(yi[co..].iter().step_by(g.c_out)) {
+                    *v = *s + b;
                 }
             }
         });
@@ -238,8 +231,10 @@ fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geom
         return Ok(());
     }
     let nb = chunk_images(g, budget);
+    let taps = taps(g);
+    let k = taps.len();
     let (mut cols, mut gr) = (Vec::new(), Vec::new());
-    workspace(&mut cols, &[g.c_in * g.kh * g.kw, nb, p])?;
+    workspace(&mut cols, &[g.c_in * k, nb, p])?;
     if nb > 1 {
         workspace(&mut gr, &[g.c_out, nb, p])?;
     }
@@ -257,11 +252,14 @@ fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geom
             // a = W_gᵀ: element (r, co) of the transpose is w[co·rows + r].
             let a = Mat { data: &w[grp * cout_g * rows..], rs: 1, cs: rows };
             let b = Mat { data: &gsrc[grp * cout_g * rs..], rs, cs: 1 };
-            gemm(rows, rs, cout_g, &mut cols[grp * rows * rs..], rs, a, b, false);
+            gemm(rows, rs, cout_g, &mut cols[grp * rows * rs..], (rs, 1), a, b, false);
         }
+        for_each_chunk(&mut cols[..g.c_in * k * rs], rs, g.c_in * k * rs, |r, row| {
+            row.chunks_mut(p).for_each(|c| mask_row(&taps[r % k], g, c));
+        });
         let cols = &cols;
-        for_each_chunk(&mut dx[first * img..(first + nb) * img], img, nb * (img + rows * g.groups * p), |i, d| {
-            col2im(&cols[i * p..], rs, g.c_in, g, d);
+        for_each_chunk(&mut dx[first * img..(first + nb) * img], img, nb * (img + g.c_in * k * p), |i, d| {
+            col2im_masked(&cols[i * p..], rs, g.c_in, g, &taps, d);
         });
     }
     Ok(())
@@ -280,15 +278,19 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
         return Ok(());
     }
     let nb = chunk_images(g, budget);
-    let (mut cols, mut gr) = (Vec::new(), Vec::new());
+    let taps = taps(g);
+    let (mut cols, mut gr, mut acc) = (Vec::new(), Vec::new(), Vec::new());
     workspace(&mut cols, &[g.c_in * g.kh * g.kw, nb, p])?;
     if nb > 1 {
         workspace(&mut gr, &[g.c_out, nb, p])?;
     }
+    // The sum is kept column-major ([rows, Cout_g] per group), gemm's preferred output layout
+    // (measured ~2.5x faster than row-major for this long-k product), and transposed at the end.
+    workspace(&mut acc, &[g.c_out, rows])?;
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
-        unfold_chunk(x, first, nb, g, &mut cols);
+        unfold_chunk(x, first, nb, g, &taps, &mut cols);
         let gsrc: &[T] = if nb == 1 {
             &grad[first * g.c_out * p..(first + 1) * g.c_out * p]
         } else {
@@ -299,7 +301,14 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
             let a = Mat { data: &gsrc[grp * cout_g * rs..], rs, cs: 1 };
             // b = cols_gᵀ: element (j, r) is cols[r·rs + j].
             let b = Mat { data: &cols[grp * rows * rs..], rs: 1, cs: rs };
-            gemm(cout_g, rows, rs, &mut dw[grp * cout_g * rows..(grp + 1) * cout_g * rows], rows, a, b, first > 0);
+            gemm(cout_g, rows, rs, &mut acc[grp * cout_g * rows..(grp + 1) * cout_g * rows], (1, cout_g), a, b, first > 0);
+        }
+    }
+    for (d, a) in dw.chunks_mut(cout_g * rows).zip(acc.chunks(cout_g * rows)) {
+        for (co, line) in d.chunks_mut(rows).enumerate() {
+            for (v, s) in line.iter_mut().zip(a[co..].iter().step_by(cout_g)) {
+                *v = *s;
+            }
         }
     }
     Ok(())
