@@ -256,3 +256,30 @@ fn conv_timing() {
         time("grad_weight", &mut || grad_weight(&x, &out, &mut dw, &g).unwrap());
     });
 }
+
+/// Threshold probe (not a test of behaviour): time of one conv-shaped product (m = 16 output
+/// channels, k = 144 = 16·3·3, n columns) single-threaded and split over 2 threads.
+#[test]
+#[ignore]
+fn gemm_threshold_probe() {
+    use std::time::Instant;
+    for &(m, k) in &[(16usize, 144usize), (16, 9), (144, 16)] {
+        for n in [64usize, 128, 256, 512, 1024, 2048, 4096] {
+            let a = vec![0.5f32; m * k];
+            let b = vec![0.25f32; k * n];
+            let mut d = vec![0f32; m * n];
+            let run = |par: gemm::Parallelism, d: &mut [f32]| {
+                let mut best = f64::INFINITY;
+                for _ in 0..40 {
+                    let t = Instant::now();
+                    // SAFETY: a is m×k, b is k×n and d is m×n, all contiguous column-major.
+                    unsafe { gemm::gemm(m, n, k, d.as_mut_ptr(), m as isize, 1, false, a.as_ptr(), m as isize, 1, b.as_ptr(), k as isize, 1, 0.0, 1.0, false, false, false, par) };
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+                best * 1e6
+            };
+            let (one, two) = in_pool(2, || (run(gemm::Parallelism::None, &mut d), run(gemm::Parallelism::Rayon(0), &mut d)));
+            eprintln!("m {m} n {n} k {k} work {}: 1 thread {one:.1} us, 2 threads {two:.1} us", m * n * k);
+        }
+    }
+}
