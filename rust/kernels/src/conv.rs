@@ -13,16 +13,18 @@
 //! splits output blocks across threads, never k); the weight gradient accumulates the chunks one
 //! after another, and the chunk size depends on the geometry only, not on the thread count.
 
+mod scratch;
 mod unfold;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;
 use super::matmul::MatElem;
+use scratch::Buf;
 use rayon::prelude::*;
 use std::ops::AddAssign;
 
 /// Element types the conv and pooling kernels run on (f32, f64).
-pub trait ConvElem: MatElem + 'static + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {}
+pub trait ConvElem: MatElem + scratch::Pooled + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {}
 impl ConvElem for f32 {}
 impl ConvElem for f64 {}
 
@@ -139,17 +141,6 @@ fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_c
     }
 }
 
-/// Sizes a buffer to the product of `dims` elements, failing with the allocator's error (not
-/// aborting the process) when the product overflows or the system refuses.
-fn workspace<T: ConvElem>(buf: &mut Vec<T>, dims: &[usize]) -> Result<()> {
-    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
-    if n > buf.len() {
-        buf.try_reserve_exact(n - buf.len()).map_err(|_| crate::alloc::out_of_memory(n.saturating_mul(std::mem::size_of::<T>())))?;
-    }
-    buf.resize(n, T::zero());
-    Ok(())
-}
-
 /// Columns of images `first..first + nb` side by side: row r of image i at
 /// `cols[r·nb·P + i·P ..]`. Rows are independent, so they are filled in parallel.
 fn unfold_chunk<T: ConvElem>(x: &[T], first: usize, nb: usize, g: &Geometry, taps: &[Tap], cols: &mut [T]) {
@@ -190,9 +181,8 @@ fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mu
     }
     let nb = chunk_images(g, budget);
     let taps = taps(g);
-    let (mut cols, mut y) = (Vec::new(), Vec::new());
-    workspace(&mut cols, &[g.c_in * g.kh * g.kw, nb, p])?;
-    workspace(&mut y, &[nb, p, g.c_out])?;
+    let mut cols = Buf::<T>::new(&[g.c_in * g.kh * g.kw, nb, p])?;
+    let mut y = Buf::<T>::new(&[nb, p, g.c_out])?;
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
@@ -233,11 +223,9 @@ fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geom
     let nb = chunk_images(g, budget);
     let taps = taps(g);
     let k = taps.len();
-    let (mut cols, mut gr) = (Vec::new(), Vec::new());
-    workspace(&mut cols, &[g.c_in * k, nb, p])?;
-    if nb > 1 {
-        workspace(&mut gr, &[g.c_out, nb, p])?;
-    }
+    let mut cols = Buf::<T>::new(&[g.c_in * k, nb, p])?;
+    // One image needs no regrouping (its gradient is already [Cout, P]).
+    let mut gr = Buf::<T>::new(&[if nb > 1 { g.c_out } else { 0 }, nb, p])?;
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
@@ -279,14 +267,11 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
     }
     let nb = chunk_images(g, budget);
     let taps = taps(g);
-    let (mut cols, mut gr, mut acc) = (Vec::new(), Vec::new(), Vec::new());
-    workspace(&mut cols, &[g.c_in * g.kh * g.kw, nb, p])?;
-    if nb > 1 {
-        workspace(&mut gr, &[g.c_out, nb, p])?;
-    }
+    let mut cols = Buf::<T>::new(&[g.c_in * g.kh * g.kw, nb, p])?;
+    let mut gr = Buf::<T>::new(&[if nb > 1 { g.c_out } else { 0 }, nb, p])?;
     // The sum is kept column-major ([rows, Cout_g] per group), gemm's preferred output layout
     // (measured ~2.5x faster than row-major for this long-k product), and transposed at the end.
-    workspace(&mut acc, &[g.c_out, rows])?;
+    let mut acc = Buf::<T>::new(&[g.c_out, rows])?;
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
