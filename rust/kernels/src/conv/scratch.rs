@@ -3,14 +3,17 @@
 //! A column matrix is megabytes; allocating it per call means zero-filling it (and, on first touch,
 //! page faults) only for `im2col` or gemm to overwrite every element. A returned buffer keeps its
 //! contents (stale but initialised values), so the next call of the same size writes nothing extra.
-//! Buffers above `KEEP_MAX` elements are freed rather than kept, which bounds what a thread holds.
+//! Buffers above `KEEP_MAX` elements are freed rather than kept, which bounds what a thread holds
+//! (at most `KEEP_COUNT` · 8 MiB in f64); for larger convolutions the zero-fill is small next to
+//! the products.
 
 use crate::error::Result;
 use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 
-/// Largest buffer (in elements) a thread keeps between calls, and how many it keeps.
-const KEEP_MAX: usize = super::COLS_BUDGET + (1 << 20);
+/// Largest buffer (in elements) a thread keeps between calls, and how many it keeps. The
+/// digits conv net's largest buffer is 590k elements.
+const KEEP_MAX: usize = 1 << 20;
 const KEEP_COUNT: usize = 3;
 
 thread_local! {
