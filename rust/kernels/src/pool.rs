@@ -131,6 +131,30 @@ pub struct MaxGeometry {
     pub dilation: [usize; 2],
 }
 
+/// The taps of one max window along one dim: input positions `first + t·dilation` for
+/// `t < count` (those inside the input), and torch's index origin for the window.
+#[derive(Debug, Clone, Copy)]
+struct Taps {
+    first: usize,
+    count: usize,
+    /// torch's starting index: the first tap at or after 0 (possibly past the edge when no tap
+    /// falls inside; then the output is -inf and this index is kept).
+    origin: usize,
+}
+
+fn max_taps(size: usize, out: usize, kernel: usize, stride: usize, pad: usize, dilation: usize) -> Vec<Taps> {
+    (0..out)
+        .map(|o| {
+            let start = (o * stride) as isize - pad as isize;
+            // Taps before 0 are skipped: the first valid t is ceil(-start / dilation).
+            let skip = if start < 0 { ((-start) as usize).div_ceil(dilation) } else { 0 };
+            let origin = (start + (skip * dilation) as isize) as usize;
+            let count = if skip >= kernel || origin >= size { 0 } else { (kernel - skip).min((size - origin).div_ceil(dilation)) };
+            Taps { first: origin, count, origin }
+        })
+        .collect()
+}
+
 /// Max pooling with torch's indices (flat positions within the plane). As torch: the first
 /// maximum wins ties, and a NaN is always taken (so NaNs propagate).
 pub fn max_forward<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T], idx: &mut [i64]) {
@@ -138,32 +162,25 @@ pub fn max_forward<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T], idx: &m
     if plane_out == 0 {
         return;
     }
-    let taps = |o: usize, d: usize, size: usize| {
-        (0..g.kernel[d]).filter_map(move |k| {
-            let pos = (o * g.stride[d] + k * g.dilation[d]) as isize - g.padding[d] as isize;
-            (pos >= 0 && (pos as usize) < size).then_some(pos as usize)
-        })
-    };
-    let one = |p: usize, (o, ix): (&mut [T], &mut [i64])| {
+    let rows = max_taps(g.h, g.oh, g.kernel[0], g.stride[0], g.padding[0], g.dilation[0]);
+    let cols = max_taps(g.w, g.ow, g.kernel[1], g.stride[1], g.padding[1], g.dilation[1]);
+    let (dy, dx) = (g.dilation[0], g.dilation[1]);
+    let neg_inf = T::from_f64(f64::NEG_INFINITY);
+    let one = |p: usize, o: &mut [T], ix: &mut [i64]| {
         let plane = &x[p * plane_in..(p + 1) * plane_in];
-        for oy in 0..g.oh {
-            for ox in 0..g.ow {
-                // torch's starting index: the first tap at or after 0 (possibly past the edge
-                // when no tap falls inside; then the output is -inf and the index is kept).
-                let first = |o: usize, d: usize| {
-                    let mut p = (o * g.stride[d]) as isize - g.padding[d] as isize;
-                    while p < 0 {
-                        p += g.dilation[d] as isize;
-                    }
-                    p as usize
-                };
-                let (mut best, mut at) = (T::from_f64(f64::NEG_INFINITY), first(oy, 0) * g.w + first(ox, 1));
-                for iy in taps(oy, 0, g.h) {
-                    for ix_ in taps(ox, 1, g.w) {
-                        let v = plane[iy * g.w + ix_];
-                        if v > best || v.to_f64().is_nan() {
+        for (oy, r) in rows.iter().enumerate() {
+            for (ox, c) in cols.iter().enumerate() {
+                let (mut best, mut at) = (neg_inf, r.origin * g.w + c.origin);
+                for ty in 0..r.count {
+                    let row = (r.first + ty * dy) * g.w;
+                    for tx in 0..c.count {
+                        let pos = row + c.first + tx * dx;
+                        let v = plane[pos];
+                        // `v != v`: NaN, always taken.
+                        #[allow(clippy::eq_op)]
+                        if v > best || v != v {
                             best = v;
-                            at = iy * g.w + ix_;
+                            at = pos;
                         }
                     }
                 }
@@ -172,12 +189,19 @@ pub fn max_forward<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T], idx: &m
             }
         }
     };
-    let pairs = out.chunks_mut(plane_out).zip(idx.chunks_mut(plane_out));
-    if x.len() >= PAR_MIN_ELEMS {
-        let v: Vec<_> = pairs.collect();
-        v.into_par_iter().enumerate().for_each(|(p, pair)| one(p, pair));
+    let planes = out.len() / plane_out;
+    if x.len() >= PAR_MIN_ELEMS && rayon::current_num_threads() > 1 {
+        // Tasks of several planes each: one rayon task per small plane costs more than its work.
+        let per = (PAR_MIN_ELEMS / 4 / plane_in.max(1)).clamp(1, planes.max(1));
+        out.par_chunks_mut(per * plane_out).zip(idx.par_chunks_mut(per * plane_out)).enumerate().for_each(|(t, (o, ix))| {
+            for (j, (o, ix)) in o.chunks_mut(plane_out).zip(ix.chunks_mut(plane_out)).enumerate() {
+                one(t * per + j, o, ix);
+            }
+        });
     } else {
-        pairs.enumerate().for_each(|(p, pair)| one(p, pair));
+        for (p, (o, ix)) in out.chunks_mut(plane_out).zip(idx.chunks_mut(plane_out)).enumerate() {
+            one(p, o, ix);
+        }
     }
 }
 

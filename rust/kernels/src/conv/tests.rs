@@ -1,0 +1,285 @@
+//! The conv kernels against the definition, one output element at a time, over geometries that
+//! exercise every span case (padding wider than the kernel, strides, dilation, groups, 1x1,
+//! batch 1) and chunk boundaries (small budgets split the batch unevenly).
+
+use super::*;
+
+fn geo(n: usize, c_in: usize, h: usize, w: usize, c_out: usize, k: [usize; 2], s: [usize; 2], pad: [usize; 2], d: [usize; 2], groups: usize) -> Geometry {
+    let out = |i: usize| (([h, w][i] + 2 * pad[i]) - d[i] * (k[i] - 1) - 1) / s[i] + 1;
+    Geometry { n, c_in, h, w, c_out, kh: k[0], kw: k[1], oh: out(0), ow: out(1), stride: s, padding: pad, dilation: d, groups }
+}
+
+/// The definition, one output element at a time.
+fn naive(x: &[f64], wt: &[f64], bias: Option<&[f64]>, g: &Geometry) -> Vec<f64> {
+    let (cin_g, cout_g) = (g.c_in / g.groups, g.c_out / g.groups);
+    let mut out = vec![0.0; g.n * g.c_out * g.oh * g.ow];
+    for n in 0..g.n {
+        for co in 0..g.c_out {
+            let grp = co / cout_g;
+            for oy in 0..g.oh {
+                for ox in 0..g.ow {
+                    let mut acc = 0.0;
+                    for ci in 0..cin_g {
+                        for ki in 0..g.kh {
+                            for kj in 0..g.kw {
+                                if let (Some(iy), Some(ix)) = (g.src(0, oy, ki), g.src(1, ox, kj)) {
+                                    let c = grp * cin_g + ci;
+                                    acc += x[((n * g.c_in + c) * g.h + iy) * g.w + ix] * wt[((co * cin_g + ci) * g.kh + ki) * g.kw + kj];
+                                }
+                            }
+                        }
+                    }
+                    out[((n * g.c_out + co) * g.oh + oy) * g.ow + ox] = acc + bias.map_or(0.0, |b| b[co]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Small integers and halves: every product and sum below is exact in f64, so results can be
+/// compared with `==` whatever the summation order.
+fn seq(n: usize, seed: f64) -> Vec<f64> {
+    (0..n).map(|i| ((i as f64 * 0.37 + seed).sin() * 3.0).round() / 2.0).collect()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
+}
+
+/// (kernel, stride, padding, dilation, groups, batch, c_in, c_out, h, w)
+type Case = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], usize, usize, usize, usize, usize, usize);
+
+const CASES: &[Case] = &[
+    ([3, 3], [1, 1], [1, 1], [1, 1], 1, 3, 4, 4, 7, 6),
+    ([2, 3], [2, 1], [0, 2], [1, 2], 2, 3, 4, 4, 7, 6),
+    ([1, 1], [3, 2], [0, 0], [1, 1], 4, 3, 4, 4, 7, 6),
+    ([2, 2], [1, 1], [3, 4], [1, 1], 1, 2, 2, 3, 3, 4),   // padding wider than the kernel
+    ([3, 2], [3, 3], [1, 2], [1, 1], 1, 5, 3, 2, 10, 11), // stride 3
+    ([3, 3], [1, 2], [2, 1], [2, 2], 1, 2, 2, 3, 9, 8),   // dilation 2
+    ([3, 3], [2, 2], [1, 1], [2, 1], 3, 4, 6, 3, 8, 9),   // depthwise-like groups
+    ([1, 1], [1, 1], [0, 0], [1, 1], 1, 3, 5, 7, 4, 4),   // 1x1
+    ([3, 3], [1, 1], [1, 1], [1, 1], 1, 1, 3, 5, 6, 5),   // batch 1
+    ([5, 5], [1, 1], [0, 0], [1, 1], 1, 2, 1, 2, 5, 5),   // one output pixel
+    ([3, 3], [1, 1], [1, 1], [1, 1], 1, 7, 1, 16, 8, 8),  // the digits stem
+];
+
+fn case(c: &Case) -> Geometry {
+    let &(k, s, pad, d, groups, n, c_in, c_out, h, w) = c;
+    geo(n, c_in, h, w, c_out, k, s, pad, d, groups)
+}
+
+#[test]
+fn small_exact_case() {
+    // 1x1x3x3 input, 2x2 ones kernel: each output is the sum of a 2x2 window.
+    let g = geo(1, 1, 3, 3, 1, [2, 2], [1, 1], [0, 0], [1, 1], 1);
+    let x: Vec<f64> = (1..=9).map(|v| v as f64).collect();
+    let mut out = vec![0.0; 4];
+    forward(&x, &[1.0; 4], Some(&[0.5]), &mut out, &g).unwrap();
+    assert_eq!(out, vec![12.5, 16.5, 24.5, 28.5]);
+}
+
+/// Budgets (column elements per chunk) that give one image per chunk, uneven chunks, and the
+/// whole batch in one chunk.
+fn budgets(g: &Geometry) -> Vec<usize> {
+    let per = g.c_in * g.kh * g.kw * g.oh * g.ow;
+    vec![1, 2 * per + per / 2, 3 * per, COLS_BUDGET]
+}
+
+#[test]
+fn forward_and_gradients_match_the_definition() {
+    let mut uneven = 0;
+    for c in CASES {
+        let g = case(c);
+        let x = seq(g.n * g.c_in * g.h * g.w, 0.1);
+        let wt = seq(g.c_out * (g.c_in / g.groups) * g.kh * g.kw, 0.7);
+        let bias = seq(g.c_out, 1.9);
+        let want = naive(&x, &wt, Some(&bias), &g);
+        let gy = seq(want.len(), 2.3);
+        // Adjoint identities: <conv(x, w), gy> = <x, grad_input(gy, w)> = <w, grad_weight(x, gy)>.
+        let want_no_bias = naive(&x, &wt, None, &g);
+        for budget in budgets(&g) {
+            let nb = chunk_images(&g, budget);
+            uneven += usize::from(nb > 1 && g.n % nb != 0);
+            let mut out = vec![f64::NAN; want.len()];
+            forward_in_chunks(&x, &wt, Some(&bias), &mut out, &g, budget).unwrap();
+            assert_eq!(out, want, "{g:?} budget {budget}");
+            let mut dx = vec![7.0; x.len()];
+            grad_input_in_chunks(&gy, &wt, &mut dx, &g, budget).unwrap();
+            let mut dw = vec![7.0; wt.len()];
+            grad_weight_in_chunks(&x, &gy, &mut dw, &g, budget).unwrap();
+            assert_eq!(dot(&want_no_bias, &gy), dot(&x, &dx), "{g:?} budget {budget}");
+            assert_eq!(dot(&want_no_bias, &gy), dot(&wt, &dw), "{g:?} budget {budget}");
+        }
+    }
+    assert!(uneven > 3, "the budgets must split some batch unevenly");
+}
+
+/// Each gradient checked element by element on one geometry (the adjoint test above checks
+/// only one inner product per case): dx and dw against the definition's partial derivatives.
+#[test]
+fn gradients_elementwise() {
+    for c in [&CASES[0], &CASES[1], &CASES[3], &CASES[6], &CASES[8]] {
+        let g = case(c);
+        let x = seq(g.n * g.c_in * g.h * g.w, 0.3);
+        let wt = seq(g.c_out * (g.c_in / g.groups) * g.kh * g.kw, 0.9);
+        let gy = seq(g.n * g.c_out * g.oh * g.ow, 1.3);
+        for budget in budgets(&g) {
+            let mut dx = vec![0.0; x.len()];
+            grad_input_in_chunks(&gy, &wt, &mut dx, &g, budget).unwrap();
+            let mut dw = vec![0.0; wt.len()];
+            grad_weight_in_chunks(&x, &gy, &mut dw, &g, budget).unwrap();
+            // conv is linear in x: d<conv(x,w),gy>/dx_i = <conv(e_i, w), gy>.
+            for i in 0..x.len() {
+                let mut e = vec![0.0; x.len()];
+                e[i] = 1.0;
+                assert_eq!(dx[i], dot(&naive(&e, &wt, None, &g), &gy), "dx[{i}] {g:?}");
+            }
+            for i in 0..wt.len() {
+                let mut e = vec![0.0; wt.len()];
+                e[i] = 1.0;
+                assert_eq!(dw[i], dot(&naive(&x, &e, None, &g), &gy), "dw[{i}] {g:?}");
+            }
+        }
+    }
+}
+
+/// im2col then col2im with a row stride wider than one image's row (images side by side).
+#[test]
+fn im2col_and_col2im_with_row_stride() {
+    let g = case(&CASES[3]);
+    let (p, rows, hw) = (g.oh * g.ow, g.c_in * g.kh * g.kw, g.h * g.w);
+    let x = seq(g.c_in * hw, 0.5);
+    let rs = 3 * p;
+    let mut cols = vec![f64::NAN; rows * rs];
+    im2col(&x, g.c_in, &g, &mut cols[p..], rs);
+    for r in 0..rows {
+        let (c, ki, kj) = (r / (g.kh * g.kw), (r / g.kw) % g.kh, r % g.kw);
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let want = match (g.src(0, oy, ki), g.src(1, ox, kj)) {
+                    (Some(iy), Some(ix)) => x[c * hw + iy * g.w + ix],
+                    _ => 0.0,
+                };
+                assert_eq!(cols[r * rs + p + oy * g.ow + ox], want);
+            }
+        }
+        assert!(cols[r * rs..r * rs + p].iter().all(|v| v.is_nan()), "row {r}: only its own image's span is written");
+    }
+    let y = seq(rows * rs, 0.8);
+    let mut back = vec![0.0; x.len()];
+    col2im(&y[p..], rs, g.c_in, &g, &mut back);
+    let own: Vec<f64> = (0..rows).flat_map(|r| y[r * rs + p..r * rs + 2 * p].to_vec()).collect();
+    let mut cols1 = vec![0.0; rows * p];
+    im2col(&x, g.c_in, &g, &mut cols1, p);
+    assert_eq!(dot(&cols1, &own), dot(&x, &back));
+}
+
+fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+}
+
+/// Results do not depend on the thread count: large enough for parallel gemm and copies, in
+/// f32, compared bit for bit.
+#[test]
+fn bitwise_identical_on_one_and_two_threads() {
+    let g = geo(32, 16, 12, 12, 24, [3, 3], [1, 1], [1, 1], [1, 1], 1);
+    let x: Vec<f32> = seq(g.n * g.c_in * g.h * g.w, 0.2).iter().map(|&v| v as f32 * 0.37).collect();
+    let wt: Vec<f32> = seq(g.c_out * g.c_in * 9, 0.4).iter().map(|&v| v as f32 * 0.11).collect();
+    let gy: Vec<f32> = seq(g.n * g.c_out * g.oh * g.ow, 0.6).iter().map(|&v| v as f32 * 0.23).collect();
+    assert!(g.c_out * g.n * g.oh * g.ow * g.c_in * 9 >= GEMM_PAR_WORK);
+    let run = |threads| {
+        in_pool(threads, || {
+            let mut out = vec![0f32; gy.len()];
+            forward(&x, &wt, None, &mut out, &g).unwrap();
+            let mut dx = vec![0f32; x.len()];
+            grad_input(&gy, &wt, &mut dx, &g).unwrap();
+            let mut dw = vec![0f32; wt.len()];
+            // Uneven chunks: the accumulation across chunks is part of the fixed order.
+            grad_weight_in_chunks(&x, &gy, &mut dw, &g, 5 * g.c_in * 9 * g.oh * g.ow).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            (bits(&out), bits(&dx), bits(&dw))
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(2));
+}
+
+/// Timing probe (not a test of behaviour): `cargo test -p minigrad-kernels --profile devopt --
+/// --ignored --nocapture conv_timing`.
+#[test]
+#[ignore]
+fn conv_timing() {
+    use std::time::Instant;
+    let g = geo(64, 16, 8, 8, 16, [3, 3], [1, 1], [1, 1], [1, 1], 1);
+    let x = vec![0.5f32; g.n * g.c_in * 64];
+    let wt = vec![0.25f32; g.c_out * g.c_in * 9];
+    let mut out = vec![0f32; g.n * g.c_out * 64];
+    let (p, rows) = (64, 144);
+    let rs = g.n * p;
+    let mut cols = vec![0f32; rows * rs];
+    let mut y = vec![0f32; g.c_out * rs];
+    let time = |name: &str, f: &mut dyn FnMut()| {
+        f();
+        let mut best = f64::INFINITY;
+        for _ in 0..50 {
+            let t = Instant::now();
+            f();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        // The minimum: the machine is shared, and the fastest run is the least disturbed.
+        eprintln!("{name}: {:.1} us", best * 1e6);
+    };
+    in_pool(1, || {
+        time("forward", &mut || forward(&x, &wt, None, &mut out, &g).unwrap());
+        time("unfold", &mut || unfold_chunk(&x, 0, g.n, &g, &taps(&g), &mut cols));
+        time("unfold 4 chunks of 16", &mut || for c in 0..4 { unfold_chunk(&x, c * 16, 16, &g, &taps(&g), &mut cols) });
+        let mut cols3 = cols.clone();
+        time("bwd-in gemm cols col-major", &mut || gemm(rows, rs, 16, &mut cols3, (1, rows), Mat { data: &wt, rs: 1, cs: rows }, Mat { data: &y, rs, cs: 1 }, false));
+        let (wm, cm) = (Mat { data: &wt[..], rs: rows, cs: 1 }, Mat { data: &cols[..], rs, cs: 1 });
+        time("fwd gemm y[co,j]", &mut || gemm(16, rs, rows, &mut y, (rs, 1), wm, cm, false));
+        time("fwd gemm y col-major", &mut || gemm(16, rs, rows, &mut y, (1, 16), wm, cm, false));
+        let mut cols2 = cols.clone();
+        time("bwd-in gemm cols row-major", &mut || gemm(rows, rs, 16, &mut cols2, (rs, 1), Mat { data: &wt, rs: 1, cs: rows }, Mat { data: &y, rs, cs: 1 }, false));
+        let mut dwt = vec![0f32; 16 * rows];
+        time("dw gemm row-major", &mut || gemm(16, rows, rs, &mut dwt, (rows, 1), Mat { data: &y, rs, cs: 1 }, Mat { data: &cols, rs: 1, cs: rs }, false));
+        time("dw gemm col-major", &mut || gemm(16, rows, rs, &mut dwt, (1, 16), Mat { data: &y, rs, cs: 1 }, Mat { data: &cols, rs: 1, cs: rs }, false));
+        let mut gr = vec![0f32; g.c_out * rs];
+        time("regroup", &mut || regroup(&out, 0, g.n, &g, &mut gr));
+        let mut dx = vec![0f32; x.len()];
+        time("grad_input", &mut || grad_input(&out, &wt, &mut dx, &g).unwrap());
+        time("col2im", &mut || for i in 0..g.n { col2im(&cols[i * p..], rs, g.c_in, &g, &mut dx[i * 1024..(i + 1) * 1024]) });
+        let tp = taps(&g);
+        time("col2im_masked", &mut || for i in 0..g.n { col2im_masked(&cols[i * p..], rs, g.c_in, &g, &tp, &mut dx[i * 1024..(i + 1) * 1024]) });
+        let mut dw = vec![0f32; wt.len()];
+        time("grad_weight", &mut || grad_weight(&x, &out, &mut dw, &g).unwrap());
+    });
+}
+
+/// Threshold probe (not a test of behaviour): time of one conv-shaped product (m = 16 output
+/// channels, k = 144 = 16·3·3, n columns) single-threaded and split over 2 threads.
+#[test]
+#[ignore]
+fn gemm_threshold_probe() {
+    use std::time::Instant;
+    for &(m, k) in &[(16usize, 144usize), (16, 9), (144, 16)] {
+        for n in [64usize, 128, 256, 512, 1024, 2048, 4096] {
+            let a = vec![0.5f32; m * k];
+            let b = vec![0.25f32; k * n];
+            let mut d = vec![0f32; m * n];
+            let run = |par: gemm::Parallelism, d: &mut [f32]| {
+                let mut best = f64::INFINITY;
+                for _ in 0..40 {
+                    let t = Instant::now();
+                    // SAFETY: a is m×k, b is k×n and d is m×n, all contiguous column-major.
+                    unsafe { gemm::gemm(m, n, k, d.as_mut_ptr(), m as isize, 1, false, a.as_ptr(), m as isize, 1, b.as_ptr(), k as isize, 1, 0.0, 1.0, false, false, false, par) };
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+                best * 1e6
+            };
+            let (one, two) = in_pool(2, || (run(gemm::Parallelism::None, &mut d), run(gemm::Parallelism::Rayon(0), &mut d)));
+            eprintln!("m {m} n {n} k {k} work {}: 1 thread {one:.1} us, 2 threads {two:.1} us", m * n * k);
+        }
+    }
+}
