@@ -397,7 +397,11 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    // Comparisons and bitwise ops record nothing, so torch never reads their inputs' grad_fn:
+    // `out == 1` works on a multi-output view whose base was modified (issue 14 A).
+    if is_differentiable(op) {
+        crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    }
     if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
         if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
             let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;
