@@ -50,6 +50,8 @@ import torch
 from hypothesis import HealthCheck, note, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from autograd_machine_edges import EdgeSteps
+
 LIB_NAME = os.environ.get("AUTOGRAD_MACHINE_LIB", "minigrad")
 if LIB_NAME == "torch":  # self-check of the machine: torch against torch
     LIB = torch
@@ -62,6 +64,9 @@ else:
 
 SELF_CHECK = LIB is torch
 EXAMPLES = int(os.environ.get("AUTOGRAD_MACHINE_EXAMPLES", 2000 if os.environ.get("CI") else 200))
+# A long run: `AUTOGRAD_MACHINE_EXAMPLES=1000 AUTOGRAD_MACHINE_SEEDS=0-9` runs the machine once per
+# seed (10 seeds, 10,000 programs); unset, hypothesis picks the seed as usual.
+SEEDS = os.environ.get("AUTOGRAD_MACHINE_SEEDS")
 STEPS = 12
 
 BOUND = 100.0  # every value in the pool stays finite and within [-BOUND, BOUND]
@@ -239,7 +244,7 @@ def order_dependent_overlap(dst, src):
     return not same and not (_dense(dst) and _dense(src))
 
 
-class AutogradMachine(RuleBasedStateMachine):
+class AutogradMachine(EdgeSteps, RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.pool = []
@@ -889,8 +894,34 @@ class AutogradMachine(RuleBasedStateMachine):
         getattr(self, which)(data)
 
 
+    @precondition(lambda self: self.pool)
+    @rule(data=st.data())
+    @step
+    def edges(self, data):
+        """An edge step (tests/autograd_machine_edges.py): NaN/inf/-0.0 values through an op and its
+        backward, multi-output views then scalar reads, a node whose input and result are both
+        modified, 0-d outputs of reductions with dim."""
+        self.edge_step(data)
+
+    edge_lib = LIB
+    edge_attempt = staticmethod(attempt)
+
+
 AutogradMachine.TestCase.settings = settings(
     max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 TestAutogradStateMachine = AutogradMachine.TestCase
+
+
+if SEEDS:
+    from hypothesis import seed as _seed
+    from hypothesis.stateful import run_state_machine_as_test
+
+    _lo, _, _hi = SEEDS.partition("-")
+
+    @pytest.mark.parametrize("machine_seed", range(int(_lo), int(_hi or _lo) + 1))
+    def test_autograd_state_machine_seeded(machine_seed):
+        """The long run: EXAMPLES programs for each seed of AUTOGRAD_MACHINE_SEEDS (e.g. 0-9)."""
+        _seed(machine_seed)(AutogradMachine)
+        run_state_machine_as_test(AutogradMachine, settings=settings(AutogradMachine.TestCase.settings, database=None))

@@ -23,6 +23,10 @@ pub struct Tensor {
     pub version: VersionCounter,
     /// Autograd state shared by every handle of this tensor (see `autograd::meta`).
     pub meta: MetaRef,
+    /// A 0-d output of `max`/`min`/`kthvalue(dim)` on a 1-d input: torch allocates it as `[1]`
+    /// and squeezes it, and its `x[i]` bounds check then reads the stale size 1 (issue 14 F).
+    /// Kept by `detach()` and `.data`, which copy torch's size slots; views start without it.
+    pub stale_size0: bool,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -57,7 +61,7 @@ impl Tensor {
         let strides = crate::shape::checked_contiguous_strides(shape)?;
         let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
         let storage = crate::device::backend(device)?.allocate(nbytes, dtype, zeroed)?;
-        Ok(Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() })
+        Ok(Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref(), stale_size0: false })
     }
 
     pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
@@ -102,7 +106,7 @@ impl Tensor {
 
     /// Wraps existing storage with a layout (used by from_numpy and as_strided).
     pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
-        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
+        Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref(), stale_size0: false }
     }
 
     pub fn dtype(&self) -> DType {
@@ -176,7 +180,7 @@ impl Tensor {
     /// it was created (grad mode, inference mode) for the in-place rules.
     pub fn view_as_layout(&self, layout: Layout) -> Tensor {
         let meta = AutogradMeta::new_view_ref(self);
-        Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), meta }
+        Tensor { storage: self.storage.clone(), layout, version: self.version.clone(), meta, stale_size0: false }
     }
 
     /// True for results of view ops (they share storage and counter with a base).
@@ -197,7 +201,7 @@ impl Tensor {
     /// The same memory, layout and counter under a new identity with no autograd state: what
     /// internal code uses when it must not touch the caller's graph.
     pub fn fresh_handle(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), meta: AutogradMeta::new_ref() }
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: self.version.clone(), meta: AutogradMeta::new_ref(), stale_size0: self.stale_size0 }
     }
 
     /// `detach()`: same memory and counter, not a view (torch's `detach()._base` is None).
@@ -207,7 +211,7 @@ impl Tensor {
 
     /// `.data`: same memory, a fresh version counter (R7).
     pub fn alias_with_new_version(&self) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: VersionCounter::new(), meta: AutogradMeta::new_ref() }
+        Tensor { storage: self.storage.clone(), layout: self.layout.clone(), version: VersionCounter::new(), meta: AutogradMeta::new_ref(), stale_size0: self.stale_size0 }
     }
 
     pub fn same_storage(&self, other: &Tensor) -> bool {

@@ -205,7 +205,7 @@ impl Tensor {
     /// This handle with the memory a later `x.data = ...` installed, if any.
     pub fn current_data(&self) -> Tensor {
         match self.meta.lock().replaced_data.clone() {
-            Some((storage, layout)) => Tensor { storage, layout, version: self.version.clone(), meta: self.meta.clone() },
+            Some((storage, layout)) => Tensor { storage, layout, version: self.version.clone(), meta: self.meta.clone(), stale_size0: false },
             None => self.clone(),
         }
     }

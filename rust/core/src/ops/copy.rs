@@ -124,7 +124,7 @@ fn allocate_layout(layout: &Layout, dtype: DType, device: Device) -> Result<Tens
     let len = layout.extent().map(|(_, hi)| hi as usize).unwrap_or(0);
     let nbytes = crate::shape::storage_nbytes_contiguous(&[len], dtype.size())?;
     let storage = crate::device::backend(device)?.allocate(nbytes, dtype, false)?;
-    Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref() })
+    Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref(), stale_size0: false })
 }
 
 /// `clone()`: new memory, fresh version counter, torch's preserve_format strides.

@@ -236,7 +236,11 @@ fn select_along(x: &Tensor, d: usize, keepdim: bool, kernel: impl Fn(&Tensor, &T
 /// Differentiable `kthvalue` (KthvalueBackward0).
 pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     crate::autograd::record::precheck(&[Some(x)])?;
-    let (v, i) = kthvalue_raw(x, k, dim, keepdim)?;
+    let (mut v, mut i) = kthvalue_raw(x, k, dim, keepdim)?;
+    if x.ndim() == 1 && !keepdim {
+        // as max(dim): see `Tensor::stale_size0`
+        (v.stale_size0, i.stale_size0) = (true, true);
+    }
     record_selection("KthvalueBackward0", x, &v, &i, dim, Some(keepdim))?;
     Ok((v, i))
 }

@@ -159,19 +159,21 @@ macro_rules! with_float_fn {
         match $op {
             UnaryOp::Neg => { let $f = |x: $T| -x; $body }
             UnaryOp::Abs => { let $f = |x: $T| x.abs(); $body }
-            UnaryOp::Sign => { let $f = move |x: $T| if x > zero { one } else if x < zero { -one } else { x * zero }; $body }
+            // torch's sign: +0.0 for both zeros and for NaN.
+            UnaryOp::Sign => { let $f = move |x: $T| if x > zero { one } else if x < zero { -one } else { zero }; $body }
             UnaryOp::Log1p => { let $f = |x: $T| x.ln_1p(); $body }
             UnaryOp::Expm1 => { let $f = |x: $T| x.exp_m1(); $body }
             UnaryOp::Sqrt => { let $f = |x: $T| x.sqrt(); $body }
             UnaryOp::Rsqrt => { let $f = move |x: $T| one / x.sqrt(); $body }
             UnaryOp::Sin => { let $f = |x: $T| x.sin(); $body }
             UnaryOp::Cos => { let $f = |x: $T| x.cos(); $body }
-            // `!(x <= 0)` keeps NaN, as torch's relu does.
-            UnaryOp::Relu => { let $f = move |x: $T| if !(x <= zero) { x } else { zero }; $body }
+            // torch's relu is clamp_min(x, 0): NaN and -0.0 pass unchanged.
+            UnaryOp::Relu => { let $f = move |x: $T| if x < zero { zero } else { x }; $body }
             UnaryOp::Reciprocal => { let $f = move |x: $T| one / x; $body }
             UnaryOp::Floor => { let $f = |x: $T| x.floor(); $body }
             UnaryOp::Ceil => { let $f = |x: $T| x.ceil(); $body }
-            UnaryOp::Round => { let $f = |x: $T| round_half_even(x); $body }
+            // torch.round is rint: half to even, the sign kept (round(-0.5) is -0.0).
+            UnaryOp::Round => { let $f = |x: $T| x.round_ties_even(); $body }
             UnaryOp::Trunc => { let $f = |x: $T| x.trunc(); $body }
             UnaryOp::LogicalNot | UnaryOp::BitwiseNot => unreachable!("handled before float dispatch"),
             UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::Gelu | UnaryOp::GeluTanh => {
@@ -179,17 +181,6 @@ macro_rules! with_float_fn {
             }
         }
     }};
-}
-
-/// torch.round rounds half to even.
-fn round_half_even<T: num_traits::Float>(x: T) -> T {
-    let r = x.round();
-    let two = T::one() + T::one();
-    if (x - x.trunc()).abs() == T::from(0.5).unwrap() && (r / two).fract() != T::zero() {
-        r - x.signum()
-    } else {
-        r
-    }
 }
 
 /// Binds `$f` for integer type `$T` (ops that keep integer dtypes).
@@ -492,13 +483,18 @@ impl ParamUnary {
     }
     fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
         use crate::autograd::formulas::*;
-        let pos = cmp_s(crate::ops::binary::BinaryOp::Gt, s, 0.0)?;
+        use crate::ops::binary::BinaryOp::{Gt, Le};
         let neg_part = match self {
             ParamUnary::LeakyRelu(slope) => mul_s(g, slope)?,
             ParamUnary::Elu(alpha) if of_result => mul(g, &add_s(s, alpha)?)?,
             ParamUnary::Elu(alpha) => mul(g, &mul_s(&un(UnaryOp::Exp, s)?, alpha)?)?,
         };
-        where_t(&pos, g, &neg_part)
+        // torch: leaky_relu passes where `x > 0`, elu takes its negative branch where `x <= 0`,
+        // so at NaN leaky_relu scales the gradient and elu passes it.
+        match self {
+            ParamUnary::LeakyRelu(_) => where_t(&cmp_s(Gt, s, 0.0)?, g, &neg_part),
+            ParamUnary::Elu(_) => where_t(&cmp_s(Le, s, 0.0)?, &neg_part, g),
+        }
     }
 }
 

@@ -75,7 +75,9 @@ pub fn gelu_grad<S: Simd>(x: F32s<S>) -> F32s<S> {
     let (gauss, r) = gauss_and_mills(x);
     let q = gauss * r;
     let cdf = F32s::select(x.lt_c(0.0), q, x.k(1.0) - q);
-    (x * gauss).mul_add(x.k(FRAC_1_SQRT_2PI), cdf)
+    let d = (x * gauss).mul_add(x.k(FRAC_1_SQRT_2PI), cdf);
+    // torch: x * phi(x) is inf * 0, NaN, at both infinities (`gauss` is clamped above 0 here)
+    F32s::select(x.abs().gt_c(f32::MAX), x.k(f32::NAN), d)
 }
 
 // gelu(x, approximate="tanh") = x (1 + tanh u) / 2 with u = sqrt(2/pi) (x + 0.044715 x^3).

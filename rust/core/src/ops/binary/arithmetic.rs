@@ -78,8 +78,44 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     let fused = fused_alpha(op, alpha, compute);
     let (ta, tb) = (a.as_tensor(compute)?, b.as_tensor(compute)?);
     check_int_zero_division(op, compute, &tb, out.numel())?;
+    if let (BinaryOp::Pow, Arg::Scalar(e)) = (op, &b) {
+        if pow_special(&out, &ta, e.to_f64())? {
+            return Ok(out);
+        }
+    }
     backend_for(&[&out, &ta, &tb])?.binary(op, &out, &ta, &tb, Mode::Fresh, fused)?;
     Ok(out)
+}
+
+const POW_SPECIAL: [f64; 6] = [0.5, -0.5, -1.0, 2.0, 3.0, -2.0];
+
+/// torch's `pow(float tensor, number)` sends some exponents to other kernels
+/// (pow_tensor_scalar_kernel): 0.5 sqrt, -0.5 rsqrt, -1 reciprocal, 2 `x*x`, 3 `x*x*x`, -2
+/// `1/(x*x)`. Their values are those kernels' (`pow(-0.0, 0.5)` is -0.0, `pow(-inf, 0.5)` NaN,
+/// and the roundings differ from `pow`'s), and the backward's `pow(x, e - 1)` inherits them.
+/// Writes `dst` (fresh, `a`'s shape) and returns true when `e` is one of them.
+fn pow_special(dst: &Tensor, a: &Tensor, e: f64) -> Result<bool> {
+    use crate::ops::unary::UnaryOp::{Reciprocal, Rsqrt, Sqrt};
+    use BinaryOp::Mul;
+    if !dst.dtype().is_floating() || !POW_SPECIAL.contains(&e) {
+        return Ok(false);
+    }
+    let be = backend_for(&[dst, a])?;
+    match e {
+        0.5 => be.unary(Sqrt, dst, a, false)?,
+        -0.5 => be.unary(Rsqrt, dst, a, false)?,
+        -1.0 => be.unary(Reciprocal, dst, a, false)?,
+        2.0 => be.binary(Mul, dst, a, a, Mode::Fresh, None)?,
+        3.0 => {
+            be.binary(Mul, dst, a, a, Mode::Fresh, None)?;
+            be.binary(Mul, dst, dst, a, Mode::InPlace, None)?;
+        }
+        _ => {
+            be.binary(Mul, dst, a, a, Mode::Fresh, None)?;
+            be.unary(Reciprocal, dst, dst, true)?;
+        }
+    }
+    Ok(true)
 }
 
 /// torch refuses an integral base with a negative integral Python-number exponent (a tensor
@@ -115,8 +151,21 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
     let fused = fused_alpha(op, alpha, compute);
     let tb = b.as_tensor(compute)?;
     check_int_zero_division(op, compute, &tb, a.numel())?;
+    let special = match (op, &b) {
+        (BinaryOp::Pow, Arg::Scalar(e)) if compute.is_floating() && POW_SPECIAL.contains(&e.to_f64()) => Some(e.to_f64()),
+        _ => None,
+    };
     write(a, &[&tb], |reads| {
         let (b_read, alias) = &reads[0];
+        if let Some(e) = special {
+            // the special exponents (see `pow_special`) through a temporary
+            let ta = crate::ops::copy::cast_input(a, compute)?;
+            let tmp = Tensor::empty_on(a.shape(), out_dtype, a.device())?;
+            if pow_special(&tmp, &ta, e)? {
+                copy_kernel(a, &tmp)?;
+                return Ok(());
+            }
+        }
         if compute == a.dtype() && out_dtype == a.dtype() {
             let mode = if *alias == Alias::Same { Mode::InPlaceSelf } else { Mode::InPlace };
             backend_for(&[a, b_read])?.binary(op, a, a, b_read, mode, fused)?;
@@ -348,7 +397,11 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    // Comparisons and bitwise ops record nothing, so torch never reads their inputs' grad_fn:
+    // `out == 1` works on a multi-output view whose base was modified (issue 14 A).
+    if is_differentiable(op) {
+        crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    }
     if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
         if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
             let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;

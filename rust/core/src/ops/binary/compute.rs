@@ -35,8 +35,10 @@ macro_rules! int_arith {
             fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
             fn floor_div(self, o: Self) -> Self {
                 if o == 0 { return 0; }
+                // wrapping: MIN // -1 is MIN and MIN % -1 is 0, as torch computes them (plain
+                // `%` panics there)
                 let q = self.wrapping_div(o);
-                if (self % o != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
+                if (self.wrapping_rem(o) != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
             }
             fn trunc_div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
             fn py_rem(self, o: Self) -> Self {
@@ -158,6 +160,28 @@ macro_rules! cmp_fn {
 /// How the destination relates to operand a (the in-place `self`).
 pub(crate) use crate::device::BinaryMode as Mode;
 
+/// `a * b + c` rounded once, like `fmaf`, without an FMA instruction or a libm call (which
+/// would not vectorise): in f64 the product of two f32 is exact, the sum is rounded to odd
+/// (its error, from TwoSum, decides the last bit), and rounding a round-to-odd f64 to f32
+/// (53 >= 24 + 2 bits) is the correctly rounded result.
+#[inline]
+pub(crate) fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    let p = a as f64 * b as f64;
+    let c = c as f64;
+    let s = c + p;
+    let bb = s - c;
+    let err = (c - (s - bb)) + (p - bb);
+    let bits = s.to_bits();
+    // Inexact with an even last bit: step one ulp toward the exact sum (away from zero when
+    // the error has the sum's sign). Infinite or NaN sums are exact or meaningless as they are.
+    let odd = if s.is_finite() && err != 0.0 && bits & 1 == 0 {
+        f64::from_bits(if (err > 0.0) == (s > 0.0) { bits + 1 } else { bits - 1 })
+    } else {
+        s
+    };
+    odd as f32
+}
+
 /// Runs `op` with inputs already cast to `compute` and `dst` of `compute` (or bool for comparisons).
 pub(crate) fn cpu_kernel(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: Mode, alpha: Option<f64>) {
     let shape = dst.shape().to_vec();
@@ -192,11 +216,8 @@ pub(crate) fn cpu_kernel(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mod
         let alpha = if op == BinaryOp::Sub { -alpha } else { alpha };
         match compute {
             DType::Float32 => {
-                // In f64 the f32 product is exact and the sum rounds once more: torch's single
-                // rounding except in (vanishingly rare) double-rounding ties, and it vectorises,
-                // where `f32::mul_add` without compiled-in FMA is a libm call per element (15x).
-                let al = alpha as f32 as f64;
-                let f = move |x: f32, y: f32| (y as f64 * al + x as f64) as f32;
+                let al = alpha as f32;
+                let f = move |x: f32, y: f32| fma_f32(y, al, x);
                 go!(f32, f32, f)
             }
             _ => {

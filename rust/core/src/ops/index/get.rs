@@ -6,12 +6,12 @@ use crate::ops::advanced;
 use crate::ops::views;
 use crate::tensor::Tensor;
 use super::{basic_view, view_or_self, Indexed, Key, Step, TensorIndex};
-use super::walk::{apply_slicing, bool_index, precheck_key, select, slice, trim};
+use super::walk::{apply_slicing, bool_index, precheck_key, select_x, slice, trim};
 
 /// `x[key]`.
 pub fn get_item_raw(x: &Tensor, key: &Key) -> Result<Indexed> {
     match key {
-        Key::Single(TensorIndex::Int(i)) => Ok(Indexed::View(x.view_as_layout(select(&x.layout, 0, *i, 0)?))),
+        Key::Single(TensorIndex::Int(i)) => Ok(Indexed::View(x.view_as_layout(select_x(x, *i)?))),
         Key::Single(TensorIndex::Slice { start, stop, step }) => {
             Ok(Indexed::View(x.view_as_layout(slice(&x.layout, 0, *start, *stop, *step)?)))
         }
@@ -40,7 +40,7 @@ pub fn get_item(x: &Tensor, key: &Key) -> Result<Indexed> {
     precheck_key(x, key, false)?;
     match key {
         Key::Single(TensorIndex::Int(i)) => {
-            let l = select(&x.layout, 0, *i, 0)?;
+            let l = select_x(x, *i)?;
             Ok(Indexed::View(basic_view(x, l, vec![Step::Select(0, *i)])?))
         }
         Key::Single(TensorIndex::Slice { start, stop, step }) => {

@@ -10,7 +10,7 @@ use crate::ops::views;
 use crate::ops::write::{write, Alias};
 use crate::tensor::Tensor;
 use super::{basic_view, view_or_self, Key, Step, TensorIndex};
-use super::walk::{apply_slicing, precheck_key, select, slice, strip_leading_ones, trim};
+use super::walk::{apply_slicing, precheck_key, select_x, slice, strip_leading_ones, trim};
 
 /// `x[key] = value`, where `value` is already a tensor (numbers arrive as 0-d tensors of x's
 /// dtype). Each path is one in-place op, so the version counter moves by exactly one (R1).
@@ -22,7 +22,7 @@ pub fn set_item_raw(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
         Key::Single(TensorIndex::None) | Key::Single(TensorIndex::Bool(true)) => {
             copy_to(&x.view_as_layout(x.layout.unsqueeze(0)?), value)
         }
-        Key::Single(TensorIndex::Int(i)) => copy_to(&x.view_as_layout(select(&x.layout, 0, *i, 0)?), value),
+        Key::Single(TensorIndex::Int(i)) => copy_to(&x.view_as_layout(select_x(x, *i)?), value),
         Key::Single(TensorIndex::Slice { start, stop, step }) => {
             copy_to(&x.view_as_layout(slice(&x.layout, 0, *start, *stop, *step)?), value)
         }
@@ -138,7 +138,7 @@ pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
             copy_to_grad(&basic_view(x, x.layout.unsqueeze(0)?, vec![Step::Unsqueeze(0)])?, value)
         }
         Key::Single(TensorIndex::Int(i)) => {
-            let l = select(&x.layout, 0, *i, 0)?;
+            let l = select_x(x, *i)?;
             copy_to_grad(&basic_view(x, l, vec![Step::Select(0, *i)])?, value)
         }
         Key::Single(TensorIndex::Slice { start, stop, step }) => {

@@ -107,6 +107,19 @@ pub(super) fn bool_index(b: bool) -> crate::error::Result<Tensor> {
     }
 }
 
+/// `select` on `x` itself, for a key that is one integer: a 0-d output of max/min/kthvalue(dim)
+/// is bounds-checked against the stale size 1 torch reads there (`Tensor::stale_size0`), so -1
+/// reaches `select()` and fails there, as in torch.
+pub(super) fn select_x(x: &Tensor, index: i64) -> Result<Layout> {
+    if x.stale_size0 && x.ndim() == 0 && index != 0 {
+        if index == -1 {
+            return Err(Error::Index("select() cannot be applied to a 0-dim tensor.".into()));
+        }
+        return Err(Error::Index(format!("index {index} is out of bounds for dimension 0 with size 1")));
+    }
+    select(&x.layout, 0, index, 0)
+}
+
 /// torch's `applySelect`: bounds check with the position in the key as the reported dim.
 pub(super) fn select(layout: &Layout, dim: usize, index: i64, real_dim: usize) -> Result<Layout> {
     if index == 0 && dim == 0 && layout.ndim() == 0 {

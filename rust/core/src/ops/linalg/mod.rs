@@ -74,7 +74,7 @@ impl Operand<'_> {
 /// and autograd handle, without a view's bookkeeping (it is never returned to a caller). Cheap:
 /// mv and dot make two per call.
 fn kernel_view(t: &Tensor, layout: Layout) -> Tensor {
-    Tensor { storage: t.storage.clone(), layout, version: t.version.clone(), meta: t.meta.clone() }
+    Tensor { storage: t.storage.clone(), layout, version: t.version.clone(), meta: t.meta.clone(), stale_size0: false }
 }
 
 /// Whether `t` already is the `(batch.., rows, cols)` matrix with these strides. This runs on

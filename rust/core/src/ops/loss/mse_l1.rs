@@ -43,7 +43,8 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     rec.finish("MseLossBackward0", &[&out], Box::new(move |ctx| {
         let (x, t) = (ctx.saved(0), ctx.saved(1));
         let gi = fm::mul(&fm::mul_s(&fm::sub(x, t)?, 2.0)?, &spread(ctx.grad(), r, n)?)?;
-        let gt = if ctx.needs(1) { Some(fm::neg(&gi)?) } else { None };
+        // torch: mse_loss_backward(grad, target, self), not -grad_input (the sign of a zero)
+        let gt = if ctx.needs(1) { Some(fm::mul(&fm::mul_s(&fm::sub(t, x)?, 2.0)?, &spread(ctx.grad(), r, n)?)?) } else { None };
         Ok(vec![ctx.needs(0).then_some(gi), gt])
     }))?;
     Ok(out)

@@ -156,7 +156,10 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
 /// gradient is scattered to them.
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
     crate::autograd::record::precheck(&[Some(x)])?;
-    let (values, indices) = max_dim_raw(x, dim, keepdim, is_max)?;
+    let (mut values, mut indices) = max_dim_raw(x, dim, keepdim, is_max)?;
+    if x.ndim() == 1 && !keepdim {
+        (values.stale_size0, indices.stale_size0) = (true, true);
+    }
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((values, indices)) };
     rec.value("dim", dim);
     rec.value("keepdim", py_bool(keepdim));

@@ -10,7 +10,7 @@ use crate::ops::binary::{self, BinaryOp};
 use crate::ops::{views, Arg as OpArg};
 use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
-use super::{all, dim_mask, float_mask, launch, new_out, num, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_shape, tensor_arg, DimCheck, Reduction};
+use super::{dim_mask, launch, new_out, py_bool, py_ints, py_opt_ints, reduced_dims, reduced_shape, DimCheck, Reduction};
 
 /// `sum(dim, keepdim, dtype=)`: integers and bool sum to int64 unless `dtype` says otherwise.
 pub fn sum_raw(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
@@ -55,9 +55,6 @@ fn div_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Div, &OpArg::Tensor(a.clone()), &OpArg::Scalar(Scalar::Float(v)), None)
 }
 
-fn any_true(m: &Tensor) -> Result<bool> {
-    Ok(all(m, None, false, false)?.item()?.to_bool())
-}
 
 /// Differentiable `sum(dim, keepdim, dtype=)`: SumBackward0 (no dims) / SumBackward1; the
 /// gradient is expanded back over the reduced dims.
@@ -96,11 +93,10 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     Ok(out)
 }
 
-/// torch's prod_backward: `grad * result / self` when no element is zero; otherwise each
-/// element gets the product of the others in its slice, built so that its own derivatives
-/// (double backward) are right too: `Q / x1 * W`, with `x1` the input with zeros replaced by
-/// one, `Q = prod(x1)` and `W` the product of the *other* zeros of the slice (1 without zeros,
-/// the zero element itself for the others of a one-zero slice, ...).
+/// torch's prod_backward: `grad * result / self` when no element is zero; otherwise
+/// `prod_safe_zeros_backward`, each element's product of the others from two exclusive
+/// cumprods (so NaN, inf and -0.0 among the others give torch's values, and double backward
+/// works); for the full product, more than one zero outside create_graph gives zeros.
 fn prod_backward(g: &Tensor, x: &Tensor, r: &Tensor, dim: Option<usize>, keepdim: bool) -> Result<Tensor> {
     if x.ndim() == 0 {
         return Ok(g.clone());
@@ -110,26 +106,35 @@ fn prod_backward(g: &Tensor, x: &Tensor, r: &Tensor, dim: Option<usize>, keepdim
         _ => (g.clone(), r.clone()),
     };
     let zero = fm::cmp_s(BinaryOp::Eq, x, 0.0)?;
-    if !any_true(&zero)? {
+    let zeros = sum_raw(&zero, None, false, None)?.item()?.to_f64();
+    if zeros == 0.0 {
         return fm::mul(&g, &fm::div(&r, x)?);
     }
-    // The slice each element belongs to: its dim, or everything (an empty list reduces all).
-    let sdims: Vec<i64> = dim.map(|d| vec![d as i64]).unwrap_or_default();
-    let sdims = Some(sdims.as_slice());
-    let x1 = binary::where_(&zero, &num(1.0), &tensor_arg(x))?;
-    let q = match dim {
-        Some(d) => prod(&x1, Some(d as i64), true, None)?,
-        None => prod(&x1, None, false, None)?,
-    };
-    let count = sum_raw(&zero, sdims, true, None)?;
-    let s = sum(&fm::mul(x, &float_mask(&zero, x.dtype())?)?, sdims, true, None)?;
-    let is = |v: f64| fm::cmp_s(BinaryOp::Eq, &count, v);
-    let w1 = binary::where_(&zero, &num(1.0), &tensor_arg(&s))?;
-    let w2 = binary::where_(&zero, &tensor_arg(&fm::sub(&s, x)?), &num(0.0))?;
-    let w = binary::where_(&is(2.0)?, &tensor_arg(&w2), &num(0.0))?;
-    let w = binary::where_(&is(1.0)?, &tensor_arg(&w1), &tensor_arg(&w))?;
-    let w = binary::where_(&is(0.0)?, &num(1.0), &tensor_arg(&w))?;
-    fm::mul(&g, &fm::mul(&fm::div(&q, &x1)?, &w)?)
+    match dim {
+        Some(d) => prod_safe_zeros_backward(&g, x, d),
+        None if zeros > 1.0 && !crate::autograd::mode::is_grad_enabled() => fm::zeros_like(x),
+        None => {
+            let flat = views::reshape(x, &[-1])?;
+            let shape: Vec<i64> = x.shape().iter().map(|&n| n as i64).collect();
+            views::reshape(&prod_safe_zeros_backward(&g, &flat, 0)?, &shape)
+        }
+    }
+}
+
+/// `grad * (exclusive cumprod * reverse exclusive cumprod)` along `d`, torch's formula.
+fn prod_safe_zeros_backward(g: &Tensor, x: &Tensor, d: usize) -> Result<Tensor> {
+    use crate::ops::scan::{cum, ScanOp::Cumprod};
+    use crate::ops::shape_ops::flip;
+    let n = x.shape()[d] as i64;
+    let di = d as i64;
+    let mut one_shape = x.shape().to_vec();
+    one_shape[d] = 1;
+    let ones = fm::add_s(&fm::zeros(&one_shape, x.dtype(), x.device())?, 1.0)?;
+    let cat = |a: &Tensor, b: Tensor| crate::ops::join::cat(&[a.clone(), b], di);
+    let left = cum(Cumprod, &cat(&ones, views::narrow(x, di, 0, n - 1)?)?, di, None)?;
+    let rev = flip(&views::narrow(x, di, 1, n - 1)?, &[di])?;
+    let right = flip(&cum(Cumprod, &cat(&ones, rev)?, di, None)?, &[di])?;
+    fm::mul(g, &fm::mul(&left, &right)?)
 }
 
 /// Differentiable `prod`: ProdBackward0 (all) / ProdBackward1 (one dim); saves self and result.
