@@ -618,3 +618,14 @@ def test_dlpack_and_cuda_array_interface_share_memory_with_torch_and_cupy():
     assert x.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
     back_in = mg.from_dlpack(torch.arange(3.0, device="cuda"))
     assert back_in.is_cuda and back_in.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_cuda_tensors_save_to_safetensors_and_load_on_the_host(tmp_path):
+    model = mg.nn.Linear(3, 2).cuda()
+    path = tmp_path / "m.safetensors"
+    mg.save(model.state_dict(), path)
+    loaded = mg.load(path)
+    assert not loaded["weight"].is_cuda
+    assert loaded["weight"].tolist() == model.weight.detach().cpu().tolist()
+    model.load_state_dict({k: v.cuda() for k, v in loaded.items()})
+    assert model.weight.is_cuda

@@ -75,7 +75,7 @@ class _Encoder:
 
 
 def _tensor_to_array(tensor):
-    array = tensor.detach().numpy()
+    array = tensor.detach().cpu().numpy()  # a cuda tensor is copied to the host (and loads there)
     if array.dtype not in _DTYPES:
         raise TypeError(f"minigrad.save: unsupported tensor dtype {tensor.dtype}")
     return np.array(array, order="C", copy=True)  # saved contiguous, independent of the tensor
