@@ -40,6 +40,6 @@ echo "pytest rc=$?"
 grep -E '^(FAILED|ERROR)|^E  +[A-Z]|passed|failed|^[0-9.]+s ' "$OUT/pytest.txt" | cut -c1-300 | head -80
 
 step "minigrad bench gpu"
-timeout "${BENCH_TIMEOUT:-150}" python3 -m minigrad bench gpu --quick --no-progress --json "$OUT/bench_gpu.json" 2>&1 | tail -40
+timeout "${BENCH_TIMEOUT:-150}" python3 -m minigrad bench gpu ${BENCH_ARGS---quick} --no-progress --json "$OUT/bench_gpu.json" 2>&1 | tail -40
 echo "bench rc=${PIPESTATUS[0]}"
 step done
