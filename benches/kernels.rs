@@ -104,11 +104,33 @@ fn reductions(c: &mut Criterion) {
     g.finish();
 }
 
+/// conv2d forward and both gradients on the bench's shape (batch 64, 16 -> 16 channels, 8x8,
+/// 3x3, padding 1) and the digits conv-net's first layer (1 -> 8 channels, 8x8).
+fn conv(c: &mut Criterion) {
+    use minigrad_core::ops::conv::{conv2d_input_grad_raw, conv2d_raw, conv2d_weight_grad_raw, Conv2dParams};
+    let mut g = c.benchmark_group("conv2d_f32");
+    let p = Conv2dParams { stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups: 1 };
+    for &(name, n, cin, cout) in &[("64x16x8x8->16", 64usize, 16usize, 16usize), ("64x1x8x8->8", 64, 1, 8)] {
+        let x = views::reshape_raw(&randn(n * cin * 64), &[n as i64, cin as i64, 8, 8]).unwrap();
+        let w = views::reshape_raw(&randn(cout * cin * 9), &[cout as i64, cin as i64, 3, 3]).unwrap();
+        let y = conv2d_raw(&x, &w, None, &p).unwrap();
+        g.throughput(Throughput::Elements((2 * n * cout * 64 * cin * 9) as u64));
+        g.bench_function(BenchmarkId::new("forward", name), |b| b.iter(|| black_box(conv2d_raw(&x, &w, None, &p).unwrap())));
+        g.bench_function(BenchmarkId::new("grad_input", name), |b| {
+            b.iter(|| black_box(conv2d_input_grad_raw(&y, &w, x.shape(), &p).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("grad_weight", name), |b| {
+            b.iter(|| black_box(conv2d_weight_grad_raw(&x, &y, w.shape(), &p).unwrap()))
+        });
+    }
+    g.finish();
+}
+
 fn allocation(c: &mut Criterion) {
     let mut g = c.benchmark_group("allocator");
     g.bench_function("empty_40MB_reused", |b| b.iter(|| black_box(Tensor::empty(&[10_000_000], DType::Float32))));
     g.finish();
 }
 
-criterion_group!(benches, elementwise, strided, transcendentals, reductions, allocation);
+criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation);
 criterion_main!(benches);
