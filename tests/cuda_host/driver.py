@@ -5,7 +5,7 @@ python/minigrad/_cuda_driver.py), over host memory and the g++ build of the very
 (harness.py: each CUDA thread a fiber, parameters packed as cuLaunchKernel receives them). The
 Rust backend, its launch packing, the kernels' arithmetic and the engine's device rules all run
 as they do on a GPU; only CUDA itself (NVRTC's code, the driver, real concurrency) does not.
-Registered as `cuda:0` by the `cuda_device` fixture of tests/test_cuda_backend.py and removed
+Registered as `cuda:0` by the `cuda_device` fixture (tests/cuda_host/backend.py) of the tests/test_cuda_backend*.py modules and removed
 after, so the rest of the suite sees the machine as it is.
 """
 
