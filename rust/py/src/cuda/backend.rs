@@ -53,20 +53,15 @@ impl Cuda {
             return Ok(t.clone());
         }
         if !t.device().is_cpu() || t.ndim() != 0 {
-            return Err(minigrad_core::device::check_same_device([self.device(), t.device()]).err().unwrap_or_else(|| {
-                Error::Runtime(format!("minigrad: expected a tensor on {}", self.device()))
-            }));
+            // torch's "Expected all tensors to be on the same device" error
+            minigrad_core::device::check_same_device([self.device(), t.device()])?;
         }
-        let host = minigrad_core::ops::copy::contiguous_raw(t)?;
-        let dev = Tensor::empty_on(&[], t.dtype(), self.device())?;
-        self.transfer(&host, &dev, false)?;
-        Ok(dev)
+        minigrad_core::ops::copy::to_device_raw(t, self.device())
     }
 
     /// An elementwise launch over `shape`: the strided kernel `strided`, or `contig` when every
     /// operand is dense in the same order. `tail` appends the parameters after the operands
     /// and `n` (the strided kernels take the iteration shape before `n`).
-    #[allow(clippy::too_many_arguments)]
     fn elementwise(
         &self,
         strided: &str,
@@ -111,11 +106,6 @@ fn own(t: &Tensor) -> Operand {
 
 fn bcast(t: &Tensor, shape: &[usize]) -> Operand {
     Operand::of(t, broadcast_strides(t, shape))
-}
-
-/// A one-element host scalar's value.
-fn host_value(t: &Tensor) -> Result<Scalar> {
-    t.item()
 }
 
 fn unsupported(what: &str, dtype: DType, device: Device) -> Error {
@@ -165,8 +155,9 @@ impl Backend for Cuda {
         let name = format!("{op:?}");
         let strided = format!("mg_unary<{o}, {t}, mg::{name}>");
         if !exists(&strided) {
-            // bool and integer tensors: ops that leave them as they are (abs, floor, ... of bool)
-            if dst.dtype() == src.dtype() && !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::BitwiseNot | UnaryOp::LogicalNot) || dst.dtype() == DType::Bool && src.dtype() == DType::Bool && op == UnaryOp::Abs {
+            // bool -> bool ops other than sign/bitwise_not/logical_not leave values as they are
+            // (abs, floor, ... of bool), as the CPU kernel does
+            if dst.dtype() == DType::Bool && src.dtype() == DType::Bool {
                 return if in_place { Ok(()) } else { self.copy(dst, src, src.strides()) };
             }
             return Err(unsupported(&format!("{op:?}"), src.dtype(), self.device()));
@@ -190,10 +181,10 @@ impl Backend for Cuda {
         if !a_here || !b_here {
             // One operand is a wrapped number on the CPU: pass it by value.
             let (x, s, scalar_first) = if b_here { (b, a, 1) } else { (a, b, 0) };
-            if !x.device().eq(&self.device()) {
+            if x.device() != self.device() {
                 return Err(Error::Runtime("minigrad: a binary op needs at least one operand on the device".into()));
             }
-            let value = host_value(s)?;
+            let value = s.item()?;
             let xo = if mode == BinaryMode::Fresh { bcast(x, &shape) } else { own(dst) };
             let g = Geometry::new(&shape, vec![own(dst), xo]);
             let mut p = Params::new();

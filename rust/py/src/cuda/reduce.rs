@@ -35,13 +35,7 @@ fn opt_addr(t: Option<&Tensor>) -> u64 {
 impl Cuda {
     /// A contiguous copy of `t` on this device (or `t` itself when it already is one).
     pub(super) fn contiguous(&self, t: &Tensor) -> Result<Tensor> {
-        let t = self.resident(t)?;
-        if t.is_contiguous() {
-            return Ok(t);
-        }
-        let out = Tensor::empty_on(t.shape(), t.dtype(), self.device())?;
-        self.copy(&out, &t, t.strides())?;
-        Ok(out)
+        minigrad_core::ops::copy::contiguous_raw(&self.resident(t)?)
     }
 
     fn three_axes(&self, src: &Tensor, dims: &[usize]) -> Result<ThreeAxes> {
