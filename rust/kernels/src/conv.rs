@@ -155,6 +155,17 @@ fn unfold_chunk<T: ConvElem>(x: &[T], first: usize, nb: usize, g: &Geometry, tap
     });
 }
 
+/// The gradient of images `first..first + nb` as [Cout, nb·P]: one image's is already that
+/// layout (a slice of `grad`); several are regrouped into `gr`.
+fn grad_chunk<'a, T: ConvElem>(grad: &'a [T], first: usize, nb: usize, g: &Geometry, gr: &'a mut [T]) -> &'a [T] {
+    let p = g.pixels();
+    if nb == 1 {
+        return &grad[first * g.c_out * p..(first + 1) * g.c_out * p];
+    }
+    regroup(grad, first, nb, g, gr);
+    gr
+}
+
 /// `grad` of images `first..first + nb` regrouped as [Cout, nb·P] (channel-major), the layout
 /// the gemm reads.
 fn regroup<T: ConvElem>(grad: &[T], first: usize, nb: usize, g: &Geometry, gr: &mut [T]) {
@@ -229,13 +240,7 @@ fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geom
     for first in (0..g.n).step_by(nb) {
         let nb = nb.min(g.n - first);
         let rs = nb * p;
-        // One image: its gradient is already [Cout, P].
-        let gsrc: &[T] = if nb == 1 {
-            &grad[first * g.c_out * p..(first + 1) * g.c_out * p]
-        } else {
-            regroup(grad, first, nb, g, &mut gr);
-            &gr
-        };
+        let gsrc = grad_chunk(grad, first, nb, g, &mut gr);
         for grp in 0..g.groups {
             // a = W_gᵀ: element (r, co) of the transpose is w[co·rows + r].
             let a = Mat { data: &w[grp * cout_g * rows..], rs: 1, cs: rows };
@@ -276,12 +281,7 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
         let nb = nb.min(g.n - first);
         let rs = nb * p;
         unfold_chunk(x, first, nb, g, &taps, &mut cols);
-        let gsrc: &[T] = if nb == 1 {
-            &grad[first * g.c_out * p..(first + 1) * g.c_out * p]
-        } else {
-            regroup(grad, first, nb, g, &mut gr);
-            &gr
-        };
+        let gsrc = grad_chunk(grad, first, nb, g, &mut gr);
         for grp in 0..g.groups {
             let a = Mat { data: &gsrc[grp * cout_g * rs..], rs, cs: 1 };
             // b = cols_gᵀ: element (j, r) is cols[r·rs + j].
