@@ -56,6 +56,18 @@ READS = {
 }
 
 
+def write_in_order(x, y, order, view_stop):
+    """The in-place writes of a program that modifies a node's input `x` and its result `y`:
+    per letter of `order`, "x" scales x, "v" adds through the view x[0:view_stop], "y" adds to y."""
+    for m in order:
+        if m == "x":
+            x.mul_(2)
+        elif m == "v":
+            x[0:view_stop].add_(1)
+        else:
+            y.add_(1)
+
+
 def same_value(a, b):
     """Equal Python values, floats compared with NaN == NaN, the sign of zero, and a relative
     tolerance elsewhere (libm and torch's vectorised math differ in the last bits)."""
@@ -150,13 +162,7 @@ class EdgeSteps:
         def program(L):
             x = L.tensor(vals, requires_grad=True) * 1
             y = NODES[node](L, x)
-            for m in order:
-                if m == "x":
-                    x.mul_(2)
-                elif m == "v":
-                    x[0:1].add_(1)
-                else:
-                    y.add_(1)
+            write_in_order(x, y, order, view_stop=1)
             y.sum().backward()
         self.edge_both(f"input and output modified: {node} of {vals}, writes {order}", program)
 

@@ -143,12 +143,14 @@ INT_EXPRS = {
 }
 
 
+# "div trunc" by -1 is left out: torch itself dies of SIGFPE on MIN / -1 truncated, so there is no
+# reference to compare with; test_int_min_trunc_div checks minigrad's answer (MIN) instead.
+INT_CASES = [(name, d) for name in INT_EXPRS for d in (-1, 0, 3, -7) if not (name == "div trunc" and d == -1)]
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
-@pytest.mark.parametrize("name", list(INT_EXPRS))
-@pytest.mark.parametrize("d", [-1, 0, 3, -7])
+@pytest.mark.parametrize("name,d", INT_CASES)
 def test_int_min_and_zero_division(name, dtype, d):
-    if name == "div trunc" and d == -1:
-        pytest.skip("torch itself dies of SIGFPE on MIN / -1 truncated (see test_int_min_trunc_div)")
     f = INT_EXPRS[name]
     info = np.iinfo(dtype)
     vals = [int(info.min), int(info.max), -7, 0, 7, -1]
