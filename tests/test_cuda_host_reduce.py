@@ -344,7 +344,7 @@ def softmax_formula(x, log):
     e = libm("exp", x - m)
     s = e.double().sum(1, keepdim=True)
     if log:
-        return (x.double() - (m.double() + torch.log(s))).to(x.dtype)
+        return ((x.double() - m.double()) - torch.log(s)).to(x.dtype)  # torch's order
     return (e.double() * (1.0 / s)).to(x.dtype)
 
 

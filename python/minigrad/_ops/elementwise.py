@@ -30,7 +30,7 @@ UNARY_OPS = {
 METHOD_ONLY_INPLACE = {"absolute", "sign", "logical_not", "bitwise_not"}
 
 BINARY_OPS = {
-    "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "div_floor",
+    "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "floor_divide",
     "remainder": "remainder", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
@@ -49,7 +49,7 @@ NUMBER_INPUT = {
 
 # Python operator -> kernel op name; each also gets its reflected (__r*__) and in-place (__i*__) form.
 OPERATORS = {
-    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "div_floor",
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
     "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
 }
 

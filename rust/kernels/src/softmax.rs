@@ -35,7 +35,7 @@ impl SoftmaxElement for f64 {
 
 impl SoftmaxElement for f32 {
     /// One fused pass per step over the (cached) row: max, e^(x - max) stored, its f64 sum,
-    /// then the scaling (or, for log_softmax, x - max - log sum).
+    /// then the scaling (or, for log_softmax, (x - max) - log sum).
     unsafe fn row(src: *const f32, dst: *mut f32, n: usize, log: bool) {
         // SAFETY: the caller's contract (n elements each, no overlap).
         let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
@@ -43,10 +43,11 @@ impl SoftmaxElement for f32 {
         simd::map1(ExpShift(max), ys, xs);
         let sum = simd::run(|| sum_wide(ys));
         if log {
-            let shift = wide(max) + sum.ln();
+            // (x - max) - log(sum), in torch's order: the sign of a zero result follows it.
+            let (m, lse) = (wide(max), sum.ln());
             simd::run(|| {
                 for (y, &x) in ys.iter_mut().zip(xs) {
-                    *y = (wide(x) - shift) as f32;
+                    *y = ((wide(x) - m) - lse) as f32;
                 }
             })
         } else {
@@ -84,12 +85,12 @@ impl SoftmaxElement for f32 {
         }
         simd::run(|| {
             if log {
-                for (s, &m) in sum[..w].iter_mut().zip(&max[..w]) {
-                    *s = wide(m) + s.ln();
+                for s in sum[..w].iter_mut() {
+                    *s = s.ln();
                 }
                 for d in 0..n {
-                    for ((y, &x), &sh) in ys(d).iter_mut().zip(xs(d)).zip(&sum[..w]) {
-                        *y = (wide(x) - sh) as f32;
+                    for (((y, &x), &lse), &m) in ys(d).iter_mut().zip(xs(d)).zip(&sum[..w]).zip(&max[..w]) {
+                        *y = ((wide(x) - wide(m)) - lse) as f32;
                     }
                 }
             } else {
@@ -136,9 +137,9 @@ unsafe fn row<T: FloatElement>(src: *const T, dst: *mut T, n: usize, log: bool) 
     let max = xs.iter().fold(T::neg_infinity(), |m, &x| max_nan(m, x));
     if log {
         let sum: f64 = xs.iter().map(|&x| wide((x - max).exp())).sum();
-        let shift = wide(max) + sum.ln();
+        let (m, lse) = (wide(max), sum.ln());
         for (y, &x) in ys.iter_mut().zip(xs) {
-            *y = <T as Element>::from_f64(wide(x) - shift);
+            *y = <T as Element>::from_f64((wide(x) - m) - lse);
         }
     } else {
         let mut sum = 0.0f64;
@@ -184,13 +185,12 @@ unsafe fn columns<T: FloatElement>(src: *const T, dst: *mut T, n: usize, inner: 
         }
     }
     if log {
-        let mut shift = [0.0f64; COLS];
-        for ((sh, &m), &s) in shift[..w].iter_mut().zip(&max[..w]).zip(&sum[..w]) {
-            *sh = wide(m) + s.ln();
+        for s in sum[..w].iter_mut() {
+            *s = s.ln();
         }
         for d in 0..n {
-            for ((y, &x), &sh) in ys(d).iter_mut().zip(xs(d)).zip(&shift[..w]) {
-                *y = <T as Element>::from_f64(wide(x) - sh);
+            for (((y, &x), &lse), &m) in ys(d).iter_mut().zip(xs(d)).zip(&sum[..w]).zip(&max[..w]) {
+                *y = <T as Element>::from_f64((wide(x) - wide(m)) - lse);
             }
         }
     } else {

@@ -107,12 +107,14 @@ fn alpha_of(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Sca
 #[pyfunction]
 #[pyo3(signature = (a, b, op, alpha=None, name=None))]
 pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
+    let op_name = op;
     let name = name.unwrap_or(op);
     let op = binary_op(op)?;
     let (x, y) = (to_arg(a, name)?, to_arg(b, name)?);
     let alpha = alpha_of(alpha, name)?;
     let n = work(&x).max(work(&y));
-    let out = run(py, n, move || binops::binary(op, &x, &y, alpha))?;
+    let floor_divide = op_name == "floor_divide";
+    let out = run(py, n, move || if floor_divide { binops::floor_divide(&x, &y) } else { binops::binary(op, &x, &y, alpha) })?;
     wrap(py, out)
 }
 
@@ -121,11 +123,13 @@ pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &s
 pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
     let name = name.map(|n| n.to_string()).unwrap_or_else(|| format!("{}_", op));
     let name = name.as_str();
+    // `floor_divide` (not `div_floor`, div's rounding mode) has no derivative in torch
+    let floor_divide = op == "floor_divide";
     let op = binary_op(op)?;
     let y = to_arg(b, name)?;
     let alpha = alpha_of(alpha, name)?;
     let t = a.borrow().t.clone();
-    run(py, t.numel(), move || binops::binary_(op, &t, &y, alpha))?;
+    run(py, t.numel(), move || if floor_divide { binops::floor_divide_(&t, &y) } else { binops::binary_(op, &t, &y, alpha) })?;
     Ok(a.clone().into_any().unbind())
 }
 

@@ -23,7 +23,10 @@ pub fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &s
         "dot" => linalg::dot,
         _ => return Err(type_err(format!("unknown product {}", op))),
     };
-    let work = x.numel().max(y.numel());
+    // a product's work is its multiply-adds (m·k·n), not its operands' sizes: a 128x128 mm
+    // must release the GIL too
+    let n = if y.shape().len() >= 2 { y.shape()[y.shape().len() - 1] } else { 1 };
+    let work = x.numel().saturating_mul(n).max(y.numel());
     let out = run(py, work, move || f(&x, &y))?;
     wrap(py, out)
 }

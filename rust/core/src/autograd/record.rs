@@ -80,6 +80,16 @@ impl Recorder {
         Recorder::new(&all)
     }
 
+    /// Keeps only the edges of inputs that require grad (torch's autograd fallback for ops
+    /// without a derivative collects no others).
+    pub fn without_unused_edges(mut self) -> Recorder {
+        let keep: Vec<bool> = self.edges.iter().map(|e| e.is_some()).collect();
+        let mut k = keep.iter();
+        self.inputs.retain(|_| *k.next().unwrap_or(&true));
+        self.edges.retain(|e| e.is_some());
+        self
+    }
+
     /// Does input `i`'s gradient need computing?
     pub fn needs(&self, i: usize) -> bool {
         self.edges.get(i).is_some_and(|e| e.is_some())

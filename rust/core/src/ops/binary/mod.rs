@@ -18,12 +18,14 @@ use crate::tensor::Tensor;
 mod arithmetic;
 mod clamp;
 mod compute;
+mod floor_divide;
 mod masked_fill;
 mod where_;
 
 pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_raw};
 pub use clamp::{clamp, clamp_scalar, clamp_scalar_raw, clamp_tensor, clamp_tensor_raw};
 pub use compute::IntArith;
+pub use floor_divide::{floor_divide, floor_divide_, NOT_IMPLEMENTED_NODE};
 pub(crate) use clamp::cpu_kernel as clamp_cpu_kernel;
 pub(crate) use compute::cpu_kernel;
 pub(crate) use masked_fill::cpu_kernel as masked_fill_cpu_kernel;

@@ -6,7 +6,7 @@
 // Kernels (instances in cuda_kernels.rs), LOG = false (softmax) or true (log_softmax):
 //   mg_softmax<T, LOG>(T* out, const T* in, long long outer, long long n, long long inner)
 //       softmax:     out = T(double(exp(x - max)) * (1 / sum))
-//       log_softmax: out = T(double(x) - (double(max) + log(sum)))
+//       log_softmax: out = T((double(x) - double(max)) - log(sum))   (torch's order: the sign of a 0)
 //   mg_softmax_backward<T, LOG>(T* gi, const T* g, const T* r, long long outer, long long n,
 //                               long long inner)   r is the forward's result
 //       softmax:     gi = r * (g - T(sum(g * r)))
@@ -97,7 +97,7 @@ __global__ void mg_softmax(T* out, const T* in, long long outer, long long n, lo
       [&](double s, long long i, T m) { return s + (double)mg::m_exp(in[i] - m); },
       [&](long long i, T m, double s) {
         if (LOG) {
-          out[i] = (T)((double)in[i] - ((double)m + log(s)));
+          out[i] = (T)(((double)in[i] - (double)m) - log(s));
         } else {
           out[i] = (T)((double)mg::m_exp(in[i] - m) * (1.0 / s));
         }
