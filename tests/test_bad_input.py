@@ -171,7 +171,7 @@ def writes_first(kind, name, kwargs, args):
     """Whether the call may write its first tensor argument (self, or F's input)."""
     if name.endswith("_") or name in ("__setitem__", "__iadd__", "__imul__", "__itruediv__"):
         return True
-    if kind == "functional" and (kwargs.get("inplace") is True or True in args[1:]):
+    if kind == "functional" and (kwargs.get("inplace") is True or any(a is True for a in args[1:])):
         return True
     return False
 

@@ -59,6 +59,10 @@ HOSTILE = {
         {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "tensor", "name": "x",
                                                                        "requires_grad": True}})},
          "x": entry(dtype="I64", shape=(1,), offsets=(0, 8))}, b"\0" * 8),
+    "requires_grad not a bool": lambda: header(
+        {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "tensor", "name": "x",
+                                                                       "requires_grad": "yes"}})},
+         "x": entry()}, b"\0" * 8),
     "state_dict keys not a list": lambda: header(
         {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "state_dict", "keys": 5}})}}),
 }

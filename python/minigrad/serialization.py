@@ -142,6 +142,10 @@ def _read_header(data):
 def _array_to_tensor(array, requires_grad=False):
     if array.dtype not in _DTYPES:
         raise _Corrupt(f"tensor dtype {array.dtype} is not supported by minigrad")
+    if requires_grad not in (True, False):
+        raise _Corrupt(f"requires_grad must be true or false, got {requires_grad!r}")
+    if requires_grad and array.dtype.kind not in "f":
+        raise _Corrupt(f"a {array.dtype} tensor cannot require grad (only floating point tensors can)")
     tensor = _creation.from_numpy(np.array(array, order="C", copy=True))  # a fresh leaf
     return tensor.requires_grad_(True) if requires_grad else tensor
 

@@ -107,9 +107,11 @@ def _not_implemented_on_type_error(f):
     """torch's operators answer NotImplemented to operands they cannot take, so Python can try the
     other operand (and words the final TypeError itself)."""
 
-    def wrapper(self, other):
+    def wrapper(self, *args, **kwargs):
+        # torch's wrapper takes anything: a direct call with the wrong arguments
+        # (`x.__add__()`) answers NotImplemented too
         try:
-            return f(self, other)
+            return f(self, *args, **kwargs)
         except TypeError:
             return NotImplemented
 

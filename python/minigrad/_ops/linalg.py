@@ -123,17 +123,18 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
 
 
 @method()
-def __matmul__(self, other):
-    if not isinstance(other, _C.TensorBase):
+def __matmul__(self, *args, **kwargs):
+    # torch answers NotImplemented to any call it cannot take (`x.__matmul__()` too)
+    if len(args) != 1 or kwargs or not isinstance(args[0], _C.TensorBase):
         return NotImplemented
-    return _C.matmul(self, other, "matmul")
+    return _C.matmul(self, args[0], "matmul")
 
 
 @method()
-def __rmatmul__(self, other):
-    if not isinstance(other, _C.TensorBase):
+def __rmatmul__(self, *args, **kwargs):
+    if len(args) != 1 or kwargs or not isinstance(args[0], _C.TensorBase):
         return NotImplemented
-    return _C.matmul(other, self, "matmul")
+    return _C.matmul(args[0], self, "matmul")
 
 
 # ----- gathering -----
