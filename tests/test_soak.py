@@ -4,7 +4,7 @@ the same byte count after every step, the process's resident set (/proc/self/sta
 growing, each step's graph dies with its last reference (no cycle collector needed), and the
 cycle collector finds no minigrad object in garbage.
 
-`SOAK_STEPS` sets the steps (CI: 500; the 10,000-step figures in docs/testing.md come from
+`SOAK_STEPS` sets the steps (CI: 2,000; the 10,000-step figures in docs/testing.md come from
 `SOAK_STEPS=10000`)."""
 
 import gc
@@ -18,7 +18,7 @@ import pytest
 import minigrad as mg
 import minigrad.nn.functional as F
 
-STEPS = int(os.environ.get("SOAK_STEPS", "500"))
+STEPS = int(os.environ.get("SOAK_STEPS", "2000"))
 WARMUP = 100
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

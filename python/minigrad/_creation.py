@@ -260,7 +260,7 @@ def from_numpy(ndarray):
     return _numpy_to_tensor(ndarray)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, *, dtype=None, device=None):
     target = check_device(device) if device is not None else None
     out = _as_tensor(data, dtype, device)
     return out if target is None else _place(out, target)
@@ -450,6 +450,8 @@ def _grad(t, requires_grad):
 
 def _number(name, arg, value):
     if isinstance(value, _C.TensorBase):
+        if name == "arange" and value.dim() != 0:
+            raise TypeError(f"arange(): argument '{arg}' (position {1 if arg in ('end', 'start') else 3}) must be Number, not Tensor")
         if value.numel() != 1:
             raise RuntimeError(f"a Tensor with {value.numel()} elements cannot be converted to Scalar")
         return value.item()
@@ -458,10 +460,17 @@ def _number(name, arg, value):
     raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg in ('end', 'start') else 3}) must be Number, not {type_name(value)}")
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+_NO_END = object()
+
+
+def arange(start, end=_NO_END, step=1, *, dtype=None, device=None, requires_grad=False):
     _check_dtype("arange", dtype)
     check_device(device)
-    if end is None:
+    if end is None:  # torch has no overload taking an explicit None end
+        raise TypeError("arange() received an invalid combination of arguments - got "
+                        f"({type_name(start)}, NoneType), but expected one of:\n * (Number end)\n"
+                        " * (Number start, Number end)\n * (Number start, Number end, Number step)\n")
+    if end is _NO_END:
         start, end = 0, _number("arange", "end", start)
     else:
         start, end = _number("arange", "start", start), _number("arange", "end", end)

@@ -112,6 +112,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     """A random permutation of 0..n-1 (int64), drawn from `generator` (default: the global stream)."""
     from ._creation import _check_dtype, from_numpy
     from ._device import check_device
+    if isinstance(n, _C.TensorBase) and n.dim() == 0 and not n.dtype.is_floating_point and not str(n.dtype).endswith("bool"):
+        n = n.item()  # a 0-d integer tensor reads as an int (torch's __index__)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type_name(n)}")
     n = int(n)

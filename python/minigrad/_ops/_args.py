@@ -19,7 +19,10 @@ def type_name(value):
 
 
 def is_int(value):
-    """An int as torch's parser takes it: not a bool; NumPy integers count."""
+    """An int as torch's parser takes it: not a bool; NumPy integers and 0-d integer tensors
+    (read with __index__) count."""
+    if isinstance(value, _C.TensorBase):
+        return value.dim() == 0 and not value.dtype.is_floating_point and not str(value.dtype).endswith("bool")
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 

@@ -47,6 +47,9 @@ NUMBER_INPUT = {
     "pow", "bitwise_and", "bitwise_or", "bitwise_xor",
 }
 
+# Binary ops whose module function refuses two numbers (torch has no such overload for them).
+NO_TWO_NUMBERS = {"remainder", "pow", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
 # Python operator -> kernel op name; each also gets its reflected (__r*__) and in-place (__i*__) form.
 OPERATORS = {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
@@ -92,6 +95,11 @@ def _binary_function(name, method):
     number_input = name in NUMBER_INPUT
 
     def function(input, other, **kwargs):
+        if name in NO_TWO_NUMBERS and not isinstance(input, _C.TensorBase) and not isinstance(other, _C.TensorBase):
+            # torch has a (Number, Number) overload for the arithmetic ops only
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({type_name(input)}, "
+                            f"{type_name(other)}), but expected one of:\n * (Tensor input, Tensor other)\n"
+                            " * (Number self, Tensor other)\n * (Tensor input, Number other)\n")
         if not (isinstance(input, _C.TensorBase) or (number_input and isinstance(input, numbers.Number))):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
         if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
@@ -272,24 +280,34 @@ def clamp_(self, min=None, max=None):
     return _C.clamp(self, min, max, True)
 
 
+def _one_bound(name, arg, value):
+    """clamp_min/clamp_max take a Tensor or a Number, never None (torch's parser error)."""
+    if value is None:
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (NoneType), but expected one of:\n"
+            f" * (Tensor {arg})\n      didn't match because some of the arguments have invalid types: (!NoneType!)\n"
+            f" * (Number {arg})\n      didn't match because some of the arguments have invalid types: (!NoneType!)\n")
+    return value
+
+
 @method(function=True)
 def clamp_min(self, min):
-    return _C.clamp(self, min, None, False, "clamp_min")
+    return _C.clamp(self, _one_bound("clamp_min", "min", min), None, False, "clamp_min")
 
 
 @method(function=True)
 def clamp_min_(self, min):
-    return _C.clamp(self, min, None, True, "clamp_min")
+    return _C.clamp(self, _one_bound("clamp_min_", "min", min), None, True, "clamp_min")
 
 
 @method(function=True)
 def clamp_max(self, max):
-    return _C.clamp(self, None, max, False, "clamp_max")
+    return _C.clamp(self, None, _one_bound("clamp_max", "max", max), False, "clamp_max")
 
 
 @method(function=True)
 def clamp_max_(self, max):
-    return _C.clamp(self, None, max, True, "clamp_max")
+    return _C.clamp(self, None, _one_bound("clamp_max_", "max", max), True, "clamp_max")
 
 
 # ----- where, masked_fill -----
@@ -300,8 +318,13 @@ def where(self, condition, other):
 
 
 # torch.where's arguments come in another order than Tensor.where's, so the function is its own wrapper.
-def _where_function(condition, input, other):
-    return _C.where(condition, input, other)
+def _where_function(condition, *args):
+    # torch.where(condition) alone is nonzero(condition, as_tuple=True)
+    if not args and isinstance(condition, _C.TensorBase):
+        return condition.nonzero(as_tuple=True)
+    if len(args) != 2:
+        raise TypeError(f"where() takes 1 or 3 positional arguments but {1 + len(args)} were given")
+    return _C.where(condition, *args)
 
 
 _where_function.__name__ = _where_function.__qualname__ = "where"
@@ -320,8 +343,13 @@ def masked_fill_(self, mask, value):
 
 @function
 def result_type(tensor1, tensor2):
-    """The dtype `tensor1 op tensor2` would have (torch's promotion rules)."""
-    return _C.binary(tensor1, tensor2, "add").dtype
+    """The dtype `tensor1 op tensor2` would have (torch's promotion rules). The operands'
+    shapes take no part (torch does not broadcast here): each tensor of one or more dims stands
+    in as an empty 1-d view of itself, a 0-d one as itself, so nothing is computed."""
+    def proxy(t):
+        return t.as_strided((0,), (1,)) if isinstance(t, _C.TensorBase) and t.dim() > 0 else t
+
+    return _C.binary(proxy(tensor1), proxy(tensor2), "add").dtype
 
 
 # ----- writes: fills, copies, random fills -----

@@ -83,6 +83,8 @@ def _single_signature_message(name, python_message, positional, given):
 
 
 def _is_int(v):
+    if isinstance(v, _C.TensorBase):  # a 0-d integer tensor, read with __index__ as in torch
+        return v.dim() == 0 and not v.dtype.is_floating_point and not str(v.dtype).endswith("bool")
     return isinstance(v, numbers.Integral) and not isinstance(v, bool) and type(v).__name__ != "bool_"
 
 

@@ -6,6 +6,7 @@ version counter goes up, and autograd raises torch's error if the old values wer
 (a leaf that requires grad, the output of `sigmoid`, whose backward reads that output, ...).
 """
 
+import numbers
 import warnings
 
 from ... import _C
@@ -34,25 +35,35 @@ def relu_(input):
     return _tensor("relu_", input).relu_()
 
 
+def _number(fn, name, value):
+    """torch's `Number` argument: a number or a 0-d tensor; anything else is a TypeError."""
+    if isinstance(value, _C.TensorBase) and value.dim() == 0 or isinstance(value, numbers.Number) and not isinstance(value, complex):
+        return float(value)
+    raise TypeError(f"{fn}(): argument '{name}' (position 2) must be Number, not {type_name(value)}")
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    _tensor("leaky_relu_" if inplace else "leaky_relu", input)
-    return _C.param_unary(input, "leaky_relu", float(negative_slope), inplace)
+    fn = "leaky_relu_" if inplace else "leaky_relu"
+    _tensor(fn, input)
+    return _C.param_unary(input, "leaky_relu", _number(fn, "negative_slope", negative_slope), bool(inplace))
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _C.param_unary(_tensor("leaky_relu_", input), "leaky_relu", float(negative_slope), True)
+    _tensor("leaky_relu_", input)
+    return _C.param_unary(input, "leaky_relu", _number("leaky_relu_", "negative_slope", negative_slope), True)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    _tensor("elu_" if inplace else "elu", input)
-    return _C.param_unary(input, "elu", float(alpha), inplace)
+    fn = "elu_" if inplace else "elu"
+    _tensor(fn, input)
+    return _C.param_unary(input, "elu", _number(fn, "alpha", alpha), bool(inplace))
 
 
 def elu_(input, alpha=1.0):
-    return _C.param_unary(_tensor("elu_", input), "elu", float(alpha), True)
+    return _C.param_unary(_tensor("elu_", input), "elu", _number("elu_", "alpha", alpha), True)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     _tensor("gelu", input)
     if approximate == "none":
         return _C.unary(input, "gelu")
@@ -95,18 +106,31 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return input.log_softmax(dim) if dtype is None else input.log_softmax(dim, dtype=dtype)
 
 
+_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool"}
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p and scales the rest by 1/(1-p), as torch's CPU
     path: `input * noise` (MulBackward0, the noise saved). Not training, p = 0 or an empty
     input give `input` itself. minigrad's random stream is its own, so the mask differs from
     torch's for the same seed (docs/divergences.md)."""
+    # torch's order: its Python range check, the argument parser (input, train), the kernel's
+    # check (which catches NaN)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    _tensor("dropout_" if inplace else "dropout", input)
+    fn = "dropout_" if inplace else "dropout"
+    _tensor(fn, input)
+    if not isinstance(training, bool):
+        raise TypeError(f"{fn}(): argument 'train' (position 3) must be bool, not {type_name(training)}")
+    if p != p:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
         noise = zeros((), dtype=input.dtype)
+    elif not input.dtype.is_floating_point:
+        # torch's bernoulli mask is a float tensor written into the input's dtype
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_SCALAR_NAMES[str(input.dtype).split('.')[-1]]}")
     else:
         # bernoulli(1 - p): keep where a uniform draw falls below 1 - p
         noise = (rand(input.shape, dtype=input.dtype) < (1 - p)).to(input.dtype).div_(1 - p)

@@ -111,6 +111,11 @@ def pad(input, pad, mode="constant", value=None):
     any dims; 'reflect'/'replicate' for the last two dims (ReflectionPad2DBackward0 /
     ReplicationPad2DBackward0)."""
     _tensor("pad", "input", 1, input)
+    if not isinstance(pad, (tuple, list)):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}")
+    for i, p in enumerate(pad):
+        if isinstance(p, (float, bool)) or isinstance(p, _C.TensorBase) and p.dim() > 0:
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type {type(p).__name__} at pos {i}")
     pad = [int(p) for p in pad]
     if mode == "constant":
         return _C.constant_pad(input, pad, 0.0 if value is None else float(value))

@@ -44,8 +44,8 @@ def _warn_broadcast(input, target):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (MseLossBackward0); input and target broadcast against each other."""
+    _warn_broadcast(input, target)  # torch reads the sizes first
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    _warn_broadcast(input, target)
     if weight is not None:
         raise NotImplementedError("mse_loss(weight=...) is not supported by minigrad")
     return _C.pointwise_loss("mse_loss", input, target, reduction)
@@ -53,8 +53,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error, composed as torch composes it: (input - target).abs().mean()."""
+    _warn_broadcast(input, target)  # torch reads the sizes first
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    _warn_broadcast(input, target)
     if weight is not None:
         raise NotImplementedError("l1_loss(weight=...) is not supported by minigrad")
     return _C.pointwise_loss("l1_loss", input, target, reduction)

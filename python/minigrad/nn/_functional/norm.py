@@ -25,12 +25,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalizes over the trailing `normalized_shape` dims, then scales and shifts."""
+    if not isinstance(input, _C.TensorBase):  # torch's parser looks at the input first
+        raise TypeError(f"layer_norm(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    for pos, arg, value in ((3, "weight", weight), (4, "bias", bias)):
+        if value is not None and not isinstance(value, _C.TensorBase):
+            raise TypeError(f"layer_norm(): argument '{arg}' (position {pos}) must be Tensor, not {type(value).__name__}")
     if not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(
             "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
             f"{type(normalized_shape).__name__}"
         )
     shape = [operator.index(d) for d in normalized_shape]
+    if any(d < 0 for d in shape):  # no input has a negative size: torch's shape error
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*, {', '.join(map(str, shape))}], "
+                           f"but got input of size{list(input.shape)}")
     return _C.layer_norm(input, shape, weight, bias, float(eps))
 
 
