@@ -316,7 +316,11 @@ def _parse_size(name, args, size=None):
     if isinstance(first, (tuple, list, Size)):
         if len(args) > 1:
             raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
+        if first and isinstance(first[0], bool):  # torch's parser refuses a leading bool
+            raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, but found element of type bool at pos 0")
         return _unpack_sizes(name, first, 1)
+    if isinstance(first, bool) and len(args) > 1:
+        raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
     if len(args) == 1 and (isinstance(first, bool) or not _is_int(first)):
         raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {type_name(first)}")
     return _unpack_sizes(name, args, 1)
