@@ -58,6 +58,8 @@ CASES = {
     "full_1e10": "lib.full((10**10,), 3.0)",
     "arange_1e10": "lib.arange(10**10)",
     "expand_contiguous_past_memory": "lib.zeros(1, 3).expand(10**10, 3).contiguous()",
+    "randperm_past_memory": "lib.randperm(10**11)",
+    "randperm_2_62": "lib.randperm(2**62)",
     # views: the element count must fit int64; as_strided's storage too
     "expand": "lib.tensor(1.0).expand(2**40, 2**40)",
     "expand_leading": "lib.zeros(3).unsqueeze(0).expand(2**62, 3)",

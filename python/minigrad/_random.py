@@ -110,7 +110,7 @@ def _resolve(generator, fn):
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1 (int64), drawn from `generator` (default: the global stream)."""
-    from ._creation import _check_dtype, from_numpy
+    from ._creation import _check_dtype, empty, from_numpy
     from ._device import check_device
     if isinstance(n, _C.TensorBase) and n.dim() == 0 and not n.dtype.is_floating_point and not str(n.dtype).endswith("bool"):
         n = n.item()  # a 0-d integer tensor reads as an int (torch's __index__)
@@ -121,6 +121,10 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     _check_dtype("randperm", dtype)
     check_device(device)
+    # the result's memory is asked of minigrad's allocator first: a size past int64 or past
+    # memory raises its RuntimeError (torch's), before NumPy would try (or fail differently)
+    _checked = empty(n, dtype=_C.int64)
+    del _checked  # (freed before NumPy allocates the permutation)
     perm = _resolve(generator, "randperm")._numpy().permutation(n).astype(np.int64)
     out = from_numpy(perm)
     if dtype is not None:
