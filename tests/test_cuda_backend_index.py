@@ -357,6 +357,29 @@ def test_cat_and_stack_values_layouts_and_gradients():
     _raises_like(lambda: torch.cat([a, b.t()]), lambda: mg.cat([am, bm.t()]))
 
 
+@pytest.mark.parametrize("op", ["flip", "roll", "roll_flat", "tril", "triu", "repeat", "tile", "pad", "pad_crop"])
+def test_shape_ops_built_on_routed_primitives(op):
+    x = _rand((3, 4, 5), torch.float64).requires_grad_()
+    xm = on(x.detach()).requires_grad_()
+    fns = {
+        "flip": lambda t, lib: t.flip(0, 2),
+        "roll": lambda t, lib: t.roll((1, -2), (2, 0)),
+        "roll_flat": lambda t, lib: t.roll(7),
+        "tril": lambda t, lib: t.tril(),
+        "triu": lambda t, lib: t.triu(1),
+        "repeat": lambda t, lib: t.repeat(2, 1, 1, 2),
+        "tile": lambda t, lib: t.tile(2),
+        "pad": lambda t, lib: lib.nn.functional.pad(t, (1, 2, 0, 1), value=0.5),
+        "pad_crop": lambda t, lib: lib.nn.functional.pad(t, (-1, 2)),
+    }
+    ref, got = fns[op](x, torch), fns[op](xm, mg)
+    same(got, ref)
+    g = _rand(tuple(ref.shape), torch.float64, seed=3)
+    (ref * g).sum().backward()
+    (got * on(g)).sum().backward()
+    same(xm.grad, x.grad)
+
+
 # ----- embedding and class-index losses -----
 
 @pytest.mark.parametrize("padding_idx,scale", [(None, False), (2, False), (None, True)])
