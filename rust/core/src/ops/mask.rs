@@ -18,9 +18,8 @@ pub fn nonzero(x: &Tensor) -> crate::error::Result<Tensor> {
 
 /// The CPU side of `Backend::nonzero` (its contract there).
 pub(crate) fn nonzero_cpu_kernel(c: &Tensor) -> crate::error::Result<Tensor> {
-    let x = c;
     let numel = c.numel();
-    let k = x.ndim();
+    let k = c.ndim();
     let (n, t) = crate::dispatch!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
         let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
@@ -56,11 +55,10 @@ pub fn masked_select_raw(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 
 /// The CPU side of `Backend::masked_select` (its contract there).
 pub(crate) fn masked_select_cpu_kernel(v: &Tensor, m: &Tensor) -> Result<Tensor> {
-    let x = v;
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
-    crate::dispatch!(x.dtype(), T => {
+    crate::dispatch!(v.dtype(), T => {
         // SAFETY: `v` is contiguous with `numel` elements of T.
         let data = unsafe { std::slice::from_raw_parts(v.data_ptr::<T>() as *const T, numel) };
         let picked = k::masked_select(data, flags);
