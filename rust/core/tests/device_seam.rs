@@ -7,7 +7,7 @@
 //! A second stand-in (`cuda:1`) implements only the required methods: the optional families
 //! (reductions, softmax, matmul) give torch's NotImplementedError there, never a panic.
 
-use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device};
+use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
 use minigrad_core::ops::binary::BinaryOp;
 use minigrad_core::ops::reduce::{self, Reduction};
 use minigrad_core::ops::linalg;
@@ -100,7 +100,40 @@ impl Backend for StandIn {
     fn transfer(&self, host: &Tensor, dev: &Tensor, to_host: bool) -> minigrad_core::Result<()> {
         assert!(host.device().is_cpu() && dev.device() == Device::Cuda(0));
         log(format!("transfer to_host={}", to_host));
+        if to_host {
+            // The stand-in device reads as zeros (so index values read back are in range).
+            let n = host.numel() * host.dtype().size();
+            // SAFETY: `host` is a contiguous CPU tensor of `n` bytes from its offset.
+            unsafe { std::ptr::write_bytes(host.storage.as_ptr().add(host.layout.offset * host.dtype().size()), 0, n) };
+        }
         Ok(())
+    }
+    fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> minigrad_core::Result<()> {
+        assert!(dst.device() == Device::Cuda(0) && src.device() == Device::Cuda(0) && index.dtype() == DType::Int64);
+        log(format!("gather dim={} dst={:?} index={:?}{:?}", dim, dst.shape(), index.shape(), index.strides()));
+        Ok(())
+    }
+    fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> minigrad_core::Result<()> {
+        assert!(src.device() == Device::Cuda(0) && index.shape() == src.shape());
+        log(format!("scatter {:?} dim={} dst={:?} index={:?}{:?}", op, dim, dst.shape(), index.shape(), index.strides()));
+        Ok(())
+    }
+    fn index_gather(&self, dst: &Tensor, _src: &Tensor, walk: &Walk) -> minigrad_core::Result<()> {
+        log(format!("index_gather dst={:?} positions={}", dst.shape(), walk.positions.len()));
+        Ok(())
+    }
+    fn index_scatter(&self, dst: &Tensor, _values: &Tensor, walk: &Walk, accumulate: bool) -> minigrad_core::Result<()> {
+        log(format!("index_scatter dst={:?} positions={} accumulate={}", dst.shape(), walk.positions.len(), accumulate));
+        Ok(())
+    }
+    fn nonzero(&self, src: &Tensor) -> minigrad_core::Result<Tensor> {
+        log(format!("nonzero {:?}", src.shape()));
+        Tensor::empty_on(&[0, src.ndim()], DType::Int64, Device::Cuda(0))
+    }
+    fn masked_select(&self, src: &Tensor, mask: &Tensor) -> minigrad_core::Result<Tensor> {
+        assert!(src.is_contiguous() && mask.is_contiguous() && src.shape() == mask.shape());
+        log(format!("masked_select {:?}", src.shape()));
+        Tensor::empty_on(&[0], src.dtype(), Device::Cuda(0))
     }
 }
 
@@ -141,7 +174,11 @@ impl Backend for Bare {
     fn add_into(&self, _: &Tensor, _: &Tensor) -> minigrad_core::Result<()> {
         Ok(())
     }
-    fn transfer(&self, _: &Tensor, _: &Tensor, _: bool) -> minigrad_core::Result<()> {
+    fn transfer(&self, host: &Tensor, _: &Tensor, to_host: bool) -> minigrad_core::Result<()> {
+        if to_host {
+            // SAFETY: `host` is a contiguous CPU tensor of numel * size bytes from its offset.
+            unsafe { std::ptr::write_bytes(host.storage.as_ptr().add(host.layout.offset * host.dtype().size()), 0, host.numel() * host.dtype().size()) };
+        }
         Ok(())
     }
 }
@@ -355,4 +392,90 @@ fn a_backend_without_a_family_says_not_implemented() {
     not_impl(reduce::var_raw(&x, None, 1.0, false, true).map(|(v, _)| v), "std");
     not_impl(reduce::softmax_raw(&x, 1, None, false), "_softmax");
     not_impl(linalg::mm_raw(&x, &Tensor::empty_on(&[3, 2], DType::Float32, Device::Cuda(1)).unwrap()), "mm");
+}
+
+/// An int64 tensor of zeros on the stand-in device (it reads as zeros).
+fn cuda_index(shape: &[usize]) -> Tensor {
+    register();
+    Tensor::empty_on(shape, DType::Int64, Device::Cuda(0)).unwrap()
+}
+
+#[test]
+fn gathers_and_scatters_route_along_their_dim() {
+    use minigrad_core::ops::gather;
+    let x = cuda(&[3, 4]);
+    let (idx, row) = (cuda_index(&[2, 4]), cuda_index(&[2]));
+    let calls = calls_of(|| {
+        let g = gather::gather_raw(&x, 0, &idx).unwrap();
+        assert_eq!((g.device(), g.shape()), (Device::Cuda(0), &[2, 4][..]));
+        // index_select: the 1-D index read along the dim, stride 0 elsewhere
+        let s = gather::index_select_raw(&x, 1, &row).unwrap();
+        assert_eq!((s.device(), s.shape()), (Device::Cuda(0), &[3, 2][..]));
+        gather::scatter_add_raw(&x, 0, &idx, &cuda(&[2, 4]), true).unwrap();
+        gather::scatter_raw(&x, 0, &idx, &gather::Source::Value(Scalar::Float(2.0)), Some("multiply"), true).unwrap();
+        gather::index_add_raw(&x, 1, &row, &cuda(&[3, 2]), Scalar::Float(0.5), true).unwrap();
+    });
+    let routed: Vec<&String> = calls.iter().filter(|c| c.starts_with("gather") || c.starts_with("scatter")).collect();
+    assert_eq!(
+        routed,
+        [
+            "gather dim=0 dst=[2, 4] index=[2, 4][4, 1]",
+            "gather dim=1 dst=[3, 2] index=[3, 2][0, 1]",
+            "scatter Add dim=0 dst=[3, 4] index=[2, 4][4, 1]",
+            "scatter Multiply dim=0 dst=[3, 4] index=[2, 4][4, 1]",
+            "scatter AddScaled(Float(0.5)) dim=1 dst=[3, 4] index=[3, 2][0, 1]",
+        ]
+    );
+    assert_eq!(x.version(), 3, "each in-place scatter bumps the version once");
+}
+
+#[test]
+fn advanced_indexing_and_masks_route_to_the_device() {
+    use minigrad_core::ops::{advanced, mask};
+    let x = cuda(&[3, 4]);
+    let idx = cuda_index(&[5]);
+    let calls = calls_of(|| {
+        let r = advanced::index_raw(&x, &[None, Some(idx.clone())]).unwrap();
+        assert_eq!((r.device(), r.shape()), (Device::Cuda(0), &[3, 5][..]));
+        // a CPU index list is moved to the indexed tensor's device, as torch allows
+        let cpu_idx = Tensor::from_vec(vec![2i64, 0], &[2]).unwrap();
+        advanced::index_put_inplace_raw(&x, &[Some(cpu_idx)], &cuda(&[4]), true).unwrap();
+        mask::nonzero(&x).unwrap();
+        let m = Tensor::empty_on(&[4], DType::Bool, Device::Cuda(0)).unwrap();
+        assert_eq!(mask::masked_select_raw(&x, &m).unwrap().device(), Device::Cuda(0));
+    });
+    let routed: Vec<&String> = calls.iter().filter(|c| !c.starts_with("allocate") && !c.starts_with("transfer") && !c.starts_with("copy")).collect();
+    assert_eq!(
+        routed,
+        ["index_gather dst=[3, 5] positions=5", "index_scatter dst=[3, 4] positions=2 accumulate=true", "nonzero [3, 4]", "masked_select [3, 4]"]
+    );
+}
+
+#[test]
+fn class_index_losses_gather_on_the_device() {
+    use minigrad_core::ops::loss::{cross_entropy, Reduction};
+    let (x, t) = (cuda(&[4, 3]), cuda_index(&[4]));
+    let calls = calls_of(|| {
+        let l = cross_entropy(&x, &t, None, Reduction::Mean, -100, 0.0).unwrap();
+        assert_eq!(l.device(), Device::Cuda(0));
+    });
+    assert!(calls.iter().any(|c| c == "softmax [4, 3] dim=1 log=true"), "{calls:?}");
+    assert!(calls.iter().any(|c| c == "gather dim=1 dst=[4, 1, 1] index=[4, 1, 1][1, 1, 1]"), "{calls:?}");
+}
+
+#[test]
+fn a_backend_without_gathers_says_not_implemented() {
+    use minigrad_core::ops::{advanced, gather};
+    register();
+    let on1 = |shape: &[usize], dtype| Tensor::zeros_on(shape, dtype, Device::Cuda(1)).unwrap();
+    let x = on1(&[2, 3], DType::Float32);
+    let idx = on1(&[1, 3], DType::Int64);
+    let msg = |r: minigrad_core::Result<Tensor>| match r {
+        Err(minigrad_core::Error::NotImplemented(m)) => m,
+        other => panic!("expected NotImplemented, got {:?}", other.map(|t| t.shape().to_vec())),
+    };
+    assert!(msg(gather::gather_raw(&x, 0, &idx)).starts_with("Could not run 'aten::gather' with arguments from the 'CUDA' backend."));
+    assert!(msg(gather::scatter_add_raw(&x, 0, &idx, &x, false)).starts_with("Could not run 'aten::scatter'"));
+    let r = advanced::index_raw(&x, &[Some(Tensor::from_vec(vec![0i64], &[1]).unwrap())]);
+    assert!(msg(r).starts_with("Could not run 'aten::index.Tensor'"));
 }

@@ -1,7 +1,7 @@
 //! The CPU backend: each method calls the CPU kernel that lives beside its op (`ops::unary`,
 //! `ops::binary`, `ops::copy`) or in the kernels crate. Memory comes from the caching allocator.
 
-use super::{Backend, BinaryMode, Bound, Device};
+use super::{Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
@@ -87,5 +87,33 @@ impl Backend for Cpu {
         // and distinct allocations (the caller made one of them fresh).
         unsafe { std::ptr::copy_nonoverlapping(src.storage.as_ptr().add(src.layout.offset * src.dtype().size()), dst.storage.as_ptr().add(dst.layout.offset * dst.dtype().size()), n) };
         Ok(())
+    }
+
+    fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> Result<()> {
+        crate::ops::gather::gather_cpu_kernel(dst, src, dim, index);
+        Ok(())
+    }
+
+    fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> Result<()> {
+        crate::ops::gather::scatter_cpu_kernel(dst, dim, index, src, op);
+        Ok(())
+    }
+
+    fn index_gather(&self, dst: &Tensor, src: &Tensor, walk: &Walk) -> Result<()> {
+        crate::ops::advanced::index_gather_cpu_kernel(dst, src, walk);
+        Ok(())
+    }
+
+    fn index_scatter(&self, dst: &Tensor, values: &Tensor, walk: &Walk, accumulate: bool) -> Result<()> {
+        crate::ops::advanced::index_scatter_cpu_kernel(dst, values, walk, accumulate);
+        Ok(())
+    }
+
+    fn nonzero(&self, src: &Tensor) -> Result<Tensor> {
+        crate::ops::mask::nonzero_cpu_kernel(src)
+    }
+
+    fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        crate::ops::mask::masked_select_cpu_kernel(src, mask)
     }
 }

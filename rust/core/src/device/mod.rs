@@ -18,6 +18,8 @@ pub use minigrad_base::device::{check_same_device, Device};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::binary::BinaryOp;
+pub use crate::kernels::index::Walk;
+pub use crate::ops::gather::ScatterOp;
 use crate::kernels::unary::MathOp;
 use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
@@ -159,6 +161,94 @@ pub trait Backend: Send + Sync {
     /// or back (`to_host` false). Used by `to(device)`, `item()` and `tolist()` (which therefore
     /// synchronise, as torch's do).
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()>;
+
+    /// Gather along `dim` (gather, index_select, and so embedding and nll_loss): for every
+    /// position `pos` of `dst`'s shape, `dst[pos] = src[pos with coordinate dim := index[pos]]`.
+    ///
+    /// - `dst`: fresh (no internal overlap, shares no memory with the sources), any dtype `T`,
+    ///   at least 1-D (the op layer views a 0-d operand as `[1]`), any strides.
+    /// - `index`: int64, `dst`'s shape, ANY strides (index_select passes its 1-D index with
+    ///   stride 0 on every other dim). Every value is already checked to lie in
+    ///   `[0, src.size(dim))` (the op layer reads the indices on the host first, so an
+    ///   out-of-range index raises torch's CPU message on every device).
+    /// - `src`: dtype `T`, `dst`'s number of dims, at least `dst`'s size on every dim but `dim`,
+    ///   any strides.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> Result<()> {
+        let _ = (dst, src, dim, index);
+        Err(not_implemented(self.device(), "gather"))
+    }
+
+    /// Scatter along `dim` (scatter, scatter_add, index_add and their in-place forms, the
+    /// backward of gather and index_select): for every position `pos` of `index`'s shape, in
+    /// increasing order along `dim`, `dst[pos with dim := index[pos]] = op(that element,
+    /// src[pos])`.
+    ///
+    /// - `dst`: any dtype `T`, at least 1-D, no internal overlap, shares no memory with `index`
+    ///   or `src` (the op layer makes private copies); written in place (the op layer has passed
+    ///   it through the write path, or it is fresh).
+    /// - `index`: int64, its own shape (the iteration shape), ANY strides; values checked to
+    ///   lie in `[0, dst.size(dim))`; on every other dim its size is at most `dst`'s.
+    /// - `src`: dtype `T`, `index`'s shape, ANY strides (stride 0 everywhere for a number).
+    /// - `op`: `Assign` (duplicates: the last in index order wins), `Add`, `Multiply`,
+    ///   `AddScaled(alpha)` (`+= alpha * src`, alpha cast to `T`). Integers wrap; on bool, add
+    ///   is `or` and multiply is `and`, as torch's. Each destination element receives its
+    ///   updates in index order, so results are deterministic (float sums too).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> Result<()> {
+        let _ = (dst, dim, index, src, op);
+        Err(not_implemented(self.device(), "scatter"))
+    }
+
+    /// Advanced-indexing read, `x[indices]` (torch's `index`), as a `Walk` the op layer built on
+    /// the host (it reads the index values there, to check them and turn them into offsets):
+    /// for every outer position `o`, index position `p` and inner position `i`,
+    /// `dst[a_offset + o.a + positions[p].0 + i.a] = src[b_offset + o.b + positions[p].1 + i.b]`,
+    /// offsets in elements from each storage's first element. `dst` is fresh (its reached
+    /// elements distinct), `src` of `dst`'s dtype; every offset lies inside its storage.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn index_gather(&self, dst: &Tensor, src: &Tensor, walk: &Walk) -> Result<()> {
+        let _ = (dst, src, walk);
+        Err(not_implemented(self.device(), "index.Tensor"))
+    }
+
+    /// Advanced-indexing write (`index_put_`, `x[indices] = v`, IndexBackward0 with
+    /// `accumulate`): the `Walk` of `index_gather` with the roles turned round,
+    /// `dst[a..] = values[b..]`, or `+=` when `accumulate` (integers wrap, bool is `or`).
+    /// Positions may repeat: each destination element receives its updates in position order
+    /// (the last write wins; sums add in order), so results are deterministic. `dst` has no
+    /// internal overlap and went through the write path; `values` (dst's dtype) does not
+    /// overlap it. `values` may be a 0-d CPU tensor (a wrapped number; every `b` stride is 0).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn index_scatter(&self, dst: &Tensor, values: &Tensor, walk: &Walk, accumulate: bool) -> Result<()> {
+        let _ = (dst, values, walk, accumulate);
+        Err(not_implemented(self.device(), "index_put_"))
+    }
+
+    /// `nonzero(src)`: a fresh int64 tensor on this device of shape `(n, src.ndim())`, the
+    /// coordinates of the nonzero elements in row-major order, laid out column-major (strides
+    /// `(1, n)`) as torch's CPU kernel lays it out. `src` is contiguous, any dtype. The size `n`
+    /// is data-dependent, so a device synchronises here (torch's CUDA nonzero does too).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn nonzero(&self, src: &Tensor) -> Result<Tensor> {
+        let _ = src;
+        Err(not_implemented(self.device(), "nonzero"))
+    }
+
+    /// `masked_select`: a fresh 1-D tensor on this device of the elements of `src` where `mask`
+    /// is true, in row-major order. `src` and `mask` (bool) are contiguous, of one shape (the
+    /// op layer broadcasts). Synchronises, as `nonzero`.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let _ = (src, mask);
+        Err(not_implemented(self.device(), "masked_select"))
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

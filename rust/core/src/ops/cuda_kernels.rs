@@ -200,8 +200,32 @@ const SOFTMAX: CudaSource = CudaSource {
     }],
 };
 
+const GATHER: CudaSource = CudaSource {
+    name: "gather",
+    path: "rust/core/src/ops/gather/gather.cu",
+    source: include_str!("gather/gather.cu"),
+    families: &[
+        Family { kernels: &["mg_gather<{T}>"], types: ALL, ops: &[""] },
+        Family {
+            kernels: &["mg_scatter<{T}, mg::{op}>"],
+            types: ALL,
+            ops: &["ScatterAssign", "ScatterAdd", "ScatterMul", "ScatterAddScaled"],
+        },
+    ],
+};
+
+const INDEX: CudaSource = CudaSource {
+    name: "index",
+    path: "rust/core/src/ops/advanced/index.cu",
+    source: include_str!("advanced/index.cu"),
+    families: &[
+        Family { kernels: &["mg_index_gather<{T}>"], types: ALL, ops: &[""] },
+        Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: ALL, ops: &["false", "true"] },
+    ],
+};
+
 /// Every kernel source, in a fixed order.
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX];
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX];
 
 #[cfg(test)]
 mod tests {

@@ -75,7 +75,12 @@ pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad
         let flat = crate::ops::copy::to_dtype_raw(&views::reshape_raw(indices, &[-1])?, DType::Int64)?;
         let scales = row_scales(&flat.to_vec::<i64>()?, padding_idx, scale_grad_by_freq, num_weights);
         let rows = views::reshape(g, &[-1, dim as i64])?;
-        let rows = if scales.iter().all(|&s| s == 1.0) { rows } else { fm::mul(&rows, &from_f64s(scales, &[flat.numel(), 1], g.dtype())?)? };
+        let rows = if scales.iter().all(|&s| s == 1.0) {
+            rows
+        } else {
+            let scales = crate::ops::copy::to_device_raw(&from_f64s(scales, &[flat.numel(), 1], g.dtype())?, g.device())?;
+            fm::mul(&rows, &scales)?
+        };
         let zeros = fm::zeros(&[num_weights, dim], g.dtype(), g.device())?;
         Ok(vec![Some(index_add(&zeros, 0, &flat, &rows, Scalar::Int(1), false)?)])
     }))?;
@@ -117,7 +122,8 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
             row.iter_mut().for_each(|v| *v *= scale);
         }
     }
-    crate::ops::copy::copy_(weight, &from_f64s(w, &[n, d], weight.dtype())?)
+    // Computed on the host (a rare path: max_norm=); the rescaled rows go back to the weight's device.
+    crate::ops::copy::copy_(weight, &crate::ops::copy::to_device_raw(&from_f64s(w, &[n, d], weight.dtype())?, weight.device())?)
 }
 
 #[cfg(test)]

@@ -82,9 +82,10 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
         return Err(Error::Value("torch.cat(): expected a non-empty list of Tensors".into()));
     }
     let dtype = ts.iter().map(|t| t.dtype()).reduce(promote_types).unwrap_or(DType::Float32);
+    let device = || crate::device::common_device(&ts.iter().collect::<Vec<_>>());
     let (Some(dim), Some(first)) = (dim, ts.iter().find(|t| !is_legacy_empty(t))) else {
         // Only legacy-empty inputs: the result is one of them, promoted.
-        return Ok(Tensor::empty(&[0], dtype)?);
+        return Tensor::empty_on(&[0], dtype, device()?);
     };
     let mut size_at_dim = 0;
     for (i, t) in ts.iter().enumerate() {
@@ -113,7 +114,7 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     }
     let mut shape = first.shape().to_vec();
     shape[dim] = size_at_dim;
-    let device = crate::device::common_device(&ts.iter().collect::<Vec<_>>())?;
+    let device = device()?;
     let out = if output_is_channels_last(ts) {
         let strides = channels_last_strides(&shape);
         empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype, device)?
@@ -244,7 +245,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
         let mut grads = Vec::with_capacity(metas.len());
         for (i, (shape, dtype)) in metas.iter().enumerate() {
             if shape.as_slice() == [0] {
-                grads.push(ctx.needs(i).then(|| Tensor::zeros(&[0], *dtype)).transpose()?);
+                grads.push(ctx.needs(i).then(|| Tensor::zeros_on(&[0], *dtype, g.device())).transpose()?);
                 continue;
             }
             let d = d.expect("a non-empty input fixes the dim");

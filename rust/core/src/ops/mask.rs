@@ -13,8 +13,13 @@ use crate::tensor::Tensor;
 /// row-major order. Laid out column-major (strides `(1, n)`), exactly as torch's CPU kernel.
 pub fn nonzero(x: &Tensor) -> crate::error::Result<Tensor> {
     let c = contiguous_raw(x)?;
+    crate::device::backend_for(&[&c])?.nonzero(&c)
+}
+
+/// The CPU side of `Backend::nonzero` (its contract there).
+pub(crate) fn nonzero_cpu_kernel(c: &Tensor) -> crate::error::Result<Tensor> {
     let numel = c.numel();
-    let k = x.ndim();
+    let k = c.ndim();
     let (n, t) = crate::dispatch!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
         let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
@@ -45,10 +50,15 @@ pub fn masked_select_raw(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     let m = contiguous_raw(&mask.view_as_layout(mask.layout.expand(&sizes)?))?;
     let v = contiguous_raw(&x.view_as_layout(x.layout.expand(&sizes)?))?;
+    crate::device::backend_for(&[&v, &m])?.masked_select(&v, &m)
+}
+
+/// The CPU side of `Backend::masked_select` (its contract there).
+pub(crate) fn masked_select_cpu_kernel(v: &Tensor, m: &Tensor) -> Result<Tensor> {
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
-    crate::dispatch!(x.dtype(), T => {
+    crate::dispatch!(v.dtype(), T => {
         // SAFETY: `v` is contiguous with `numel` elements of T.
         let data = unsafe { std::slice::from_raw_parts(v.data_ptr::<T>() as *const T, numel) };
         let picked = k::masked_select(data, flags);

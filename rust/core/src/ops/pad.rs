@@ -44,7 +44,7 @@ pub fn constant_pad_raw(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
         }
         shape[d] = (cur + l.max(0) + r.max(0)) as usize;
     }
-    let out = Tensor::full(&shape, Scalar::Float(value), x.dtype())?;
+    let out = Tensor::full_on(&shape, Scalar::Float(value), x.dtype(), x.device())?;
     // The kept region: in the input, skip what negative pads crop; in the output, skip what
     // positive pads add.
     let (mut src, mut dst) = (x.clone(), out.clone());

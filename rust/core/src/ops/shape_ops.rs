@@ -54,7 +54,7 @@ pub fn flip_raw(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     for &d in &wrapped {
         let n = if x.ndim() == 0 { 1 } else { x.shape()[d] };
         if n > 1 {
-            let reversed = Tensor::from_vec((0..n as i64).rev().collect::<Vec<_>>(), &[n])?;
+            let reversed = crate::ops::copy::to_device_raw(&Tensor::from_vec((0..n as i64).rev().collect::<Vec<_>>(), &[n])?, x.device())?;
             out = index_select_raw(&out, d as i64, &reversed)?;
         }
     }
@@ -160,7 +160,7 @@ pub fn tri_raw(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
         return Err(Error::Runtime(format!("{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" })));
     }
     let n = x.ndim();
-    let mask = triangle_mask(x.shape()[n - 2], x.shape()[n - 1], diagonal, upper)?;
+    let mask = crate::ops::copy::to_device_raw(&triangle_mask(x.shape()[n - 2], x.shape()[n - 1], diagonal, upper)?, x.device())?;
     row_major(where_raw(&mask, &Arg::Tensor(x.clone()), &Arg::Scalar(zero_of(x.dtype())))?)
 }
 

@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{Backend, BinaryMode, Bound, Device};
+use minigrad_core::device::{Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -347,6 +347,30 @@ impl Backend for Cuda {
         } else {
             self.driver.copy(addr(device), addr(host), n, CopyKind::HostToDevice)
         }
+    }
+
+    fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> Result<()> {
+        self.gather_impl(dst, src, dim, index)
+    }
+
+    fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> Result<()> {
+        self.scatter_impl(dst, dim, index, src, op)
+    }
+
+    fn index_gather(&self, dst: &Tensor, src: &Tensor, walk: &Walk) -> Result<()> {
+        self.index_gather_impl(dst, src, walk)
+    }
+
+    fn index_scatter(&self, dst: &Tensor, values: &Tensor, walk: &Walk, accumulate: bool) -> Result<()> {
+        self.index_scatter_impl(dst, values, walk, accumulate)
+    }
+
+    fn nonzero(&self, src: &Tensor) -> Result<Tensor> {
+        self.nonzero_impl(src)
+    }
+
+    fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        self.masked_select_impl(src, mask)
     }
 }
 

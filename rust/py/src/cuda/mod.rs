@@ -4,6 +4,7 @@
 
 mod backend;
 mod driver;
+mod gather;
 mod kernels;
 mod launch;
 mod memory;

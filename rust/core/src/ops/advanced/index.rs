@@ -4,7 +4,7 @@
 
 use crate::autograd::Recorder;
 use crate::error::{Error, Result};
-use crate::kernels::index::{gather, Dim, Walk};
+use crate::kernels::index::{Dim, Walk};
 use crate::layout::Layout;
 use crate::ops::copy::empty_with_layout;
 use crate::ops::iter_layout::iter_layout;
@@ -40,12 +40,7 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     for (i, d) in (info.before + r..shape.len()).enumerate() {
         w.inner.push(Dim { size: shape[d], a: out.strides()[d], b: info.src.strides[after + i] });
     }
-    crate::dispatch!(x.dtype(), T => {
-        // SAFETY: `out` is fresh with non-overlapping strides and `shape` elements; every source
-        // offset comes from x's own layout with bounds-checked index values, so it lies inside
-        // x's storage; out and x do not share memory.
-        unsafe { gather::<T>(&w, out.base_ptr::<T>(), x.base_ptr::<T>()) }
-    });
+    crate::device::backend_for(&[&out, x])?.index_gather(&out, x, &w)?;
     Ok(out)
 }
 
@@ -61,7 +56,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     rec.finish("IndexBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         let indices = saved_indices(&ctx.saved, &present);
-        Ok(vec![Some(index_put(&Tensor::zeros(&shape, g.dtype())?, &indices, g, true)?)])
+        Ok(vec![Some(index_put(&crate::autograd::formulas::zeros(&shape, g.dtype(), g.device())?, &indices, g, true)?)])
     }))?;
     Ok(out)
 }

@@ -4,7 +4,7 @@
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
-use crate::kernels::index::{scatter, Dim, Walk};
+use crate::kernels::index::{Dim, Walk};
 use crate::ops::binary::masked_fill_raw;
 use crate::ops::copy::contiguous_copy;
 use crate::ops::index::checked_convert;
@@ -72,12 +72,7 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
         for (i, d) in (info.before + r..shape.len()).enumerate() {
             w.inner.push(Dim { size: shape[d], a: info.src.strides[after + i], b: vs[d] });
         }
-        crate::dispatch!(x.dtype(), T => {
-            // SAFETY: destination offsets come from x's layout with bounds-checked indices;
-            // x has no internal overlap (checked by `write`), so outer elements own disjoint
-            // memory; v does not overlap x (checked above, or a private copy).
-            unsafe { scatter::<T>(&w, x.base_ptr::<T>(), v.base_ptr::<T>(), accumulate) }
-        });
+        crate::device::backend_for(&[x, &v])?.index_scatter(x, &v, &w, accumulate)?;
         Ok(())
     })
 }
@@ -141,6 +136,8 @@ fn masked_fill_write(x: &Tensor, mask: &Tensor, values: &Tensor) -> Result<()> {
     // A mask sharing x's memory is read from a copy (each element reads its own flag first,
     // so the result is the same).
     let mask = if mask.same_storage(x) { contiguous_copy(mask, DType::Bool)? } else { mask.clone() };
+    // torch takes a CPU mask for a tensor on another device (indices may live on the CPU).
+    let mask = crate::ops::copy::to_device_raw(&mask, x.device())?;
     masked_fill_raw(x, &mask, &Arg::Scalar(v), true).map(|_| ())
 }
 

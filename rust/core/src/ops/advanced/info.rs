@@ -6,6 +6,7 @@ use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
 use crate::layout::Layout;
 use crate::ops::iter_layout::Operand;
+use crate::ops::copy::to_device_raw;
 use crate::ops::mask::nonzero;
 use crate::shape::{broadcast_all, contiguous_strides, wrap_dim};
 use crate::tensor::Tensor;
@@ -40,7 +41,10 @@ impl Info {
                 return Err(Error::Index("tensors used as indices must be long, int, byte or bool tensors".into()));
             }
         }
-        let mut list = broadcast_indices(expand_masks(&x.layout, indices)?)?;
+        // torch takes index tensors on the CPU for a tensor on another device: they move.
+        let indices: Vec<Option<Tensor>> =
+            indices.iter().map(|t| t.as_ref().map(|t| to_device_raw(t, x.device())).transpose()).collect::<Result<_>>()?;
+        let mut list = broadcast_indices(expand_masks(&x.layout, &indices)?)?;
         let ndim = x.ndim();
         list.resize(ndim.max(list.len()), None);
         let mut src = x.layout.clone();

@@ -13,6 +13,7 @@ use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::copy::copy_kernel;
+use crate::kernels::index::Walk;
 use crate::ops::iter_layout::preserve_format;
 use crate::tensor::Tensor;
 
@@ -42,6 +43,26 @@ fn check_count(x: &Tensor, indices: &[Option<Tensor>]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The CPU side of `Backend::index_gather` (its contract there).
+pub(crate) fn index_gather_cpu_kernel(dst: &Tensor, src: &Tensor, w: &Walk) {
+    crate::dispatch!(src.dtype(), T => {
+        // SAFETY: `dst` is fresh with non-overlapping strides; every source offset comes from
+        // src's own layout with bounds-checked index values, so it lies inside src's storage;
+        // dst and src do not share memory.
+        unsafe { crate::kernels::index::gather::<T>(w, dst.base_ptr::<T>(), src.base_ptr::<T>()) }
+    });
+}
+
+/// The CPU side of `Backend::index_scatter` (its contract there).
+pub(crate) fn index_scatter_cpu_kernel(dst: &Tensor, values: &Tensor, w: &Walk, accumulate: bool) {
+    crate::dispatch!(dst.dtype(), T => {
+        // SAFETY: destination offsets come from dst's layout with bounds-checked indices; dst
+        // has no internal overlap (checked by `write`), so outer elements own disjoint memory;
+        // values do not overlap dst (checked by the op, or a private copy).
+        unsafe { crate::kernels::index::scatter::<T>(w, dst.base_ptr::<T>(), values.base_ptr::<T>(), accumulate) }
+    });
 }
 
 // ----- autograd: saves and backward formulas (derivatives.yaml) -----

@@ -17,7 +17,7 @@ use super::{check_inplace, destination, finish, first_bad, index_i64, is_index_d
 pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     if index.numel() == 0 {
-        return Ok(Tensor::empty(index.shape(), x.dtype())?);
+        return Tensor::empty_on(index.shape(), x.dtype(), x.device());
     }
     if !is_index_dtype(index) {
         return Err(Error::Runtime("gather(): Expected dtype int32/int64 for index".into()));
@@ -41,8 +41,8 @@ pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if let Some(v) = first_bad(&idx.to_vec::<i64>()?, size) {
         return Err(out_of_bounds(v, d, size));
     }
-    let out = Tensor::empty(index.shape(), x.dtype())?;
-    run_gather(&out, x, d, &idx, false);
+    let out = Tensor::empty_on(index.shape(), x.dtype(), x.device())?;
+    run_gather(&out, x, d, &idx, false)?;
     Ok(out)
 }
 
@@ -154,7 +154,7 @@ fn scatter_into(x: &Tensor, d: usize, index: &Tensor, src: &Source, reduce: Opti
     }
     let src_t = match src {
         Source::Tensor(t) => t.clone(),
-        Source::Value(v) => Tensor::scalar(*v, x.dtype())?,
+        Source::Value(v) => Tensor::full_on(&[], *v, x.dtype(), x.device())?,
     };
     let body = |dst: &Tensor| -> Result<()> {
         let Some(idx) = &idx else { return Ok(()) };
@@ -164,8 +164,7 @@ fn scatter_into(x: &Tensor, d: usize, index: &Tensor, src: &Source, reduce: Opti
             Source::Tensor(_) => ne_layout(&src_t).1,
             Source::Value(_) => vec![0; shape.len()],
         };
-        run_scatter(dst, d, &shape, &idx, &ix_strides, &src_t, &src_strides, reduce, None);
-        Ok(())
+        run_scatter(dst, d, &shape, &idx, &ix_strides, &src_t, &src_strides, reduce, None)
     };
     if in_place {
         write(&dst, &[], |_| body(&dst))?;

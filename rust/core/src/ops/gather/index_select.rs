@@ -29,7 +29,7 @@ pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     if x.ndim() > 0 {
         shape[d] = numel;
     }
-    let out = Tensor::empty(&shape, x.dtype())?;
+    let out = Tensor::empty_on(&shape, x.dtype(), x.device())?;
     if numel == 0 {
         return Ok(out);
     }
@@ -55,7 +55,7 @@ pub fn index_select_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     } else if first_bad(&vals, x.numel()).is_some() {
         return Err(index_error());
     }
-    run_gather(&out, x, d, &idx, true);
+    run_gather(&out, x, d, &idx, true)?;
     Ok(out)
 }
 
@@ -143,8 +143,7 @@ pub fn index_add_raw(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alph
         let (idx, source) = (private(dst, &idx)?, private(dst, source)?);
         let (shape, src_strides) = ne_layout(&source);
         let ix_strides = unit_along(shape.len(), d);
-        run_scatter(dst, d, &shape, &idx, &ix_strides, &source, &src_strides, Some(Reduce::Add), Some(alpha));
-        Ok(())
+        run_scatter(dst, d, &shape, &idx, &ix_strides, &source, &src_strides, Some(Reduce::Add), Some(alpha))
     };
     if in_place {
         write(&dst, &[], |_| body(&dst))?;

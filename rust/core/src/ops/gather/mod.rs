@@ -10,12 +10,14 @@
 //! scatter_add) and `index_select.rs` (index_select, index_add).
 
 use crate::autograd::node::Formula;
+use crate::device::backend_for;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::gather as kernel;
 use crate::kernels::Arg;
+use crate::layout::Layout;
 use crate::ops::copy::{cast_input, contiguous_copy, contiguous_raw};
 use crate::ops::write::check_no_internal_overlap;
 use crate::shape::wrap_dim;
@@ -91,23 +93,55 @@ fn destination(x: &Tensor, in_place: bool) -> crate::error::Result<Tensor> {
     }
 }
 
-/// `out[pos] = x[pos with dim := idx[pos]]`, over `out`'s shape. `along_dim` reads a 1-D index
-/// along `dim` only (index_select); otherwise `idx` has `out`'s shape.
-fn run_gather(out: &Tensor, x: &Tensor, d: usize, idx: &Tensor, along_dim: bool) {
-    let (shape, out_strides) = ne_layout(out);
-    let (_, mut x_strides) = ne_layout(x);
+/// How `Backend::scatter` combines a destination element with an incoming one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScatterOp {
+    /// `dst = src` (scatter).
+    Assign,
+    /// `dst += src` (scatter_add, scatter(reduce="add")).
+    Add,
+    /// `dst *= src` (scatter(reduce="multiply")).
+    Multiply,
+    /// `dst += alpha * src` (index_add).
+    AddScaled(Scalar),
+}
+
+/// `t`'s memory seen with another shape and strides (same offset): a kernel operand, not a
+/// user-visible view (it shares `t`'s autograd metadata).
+fn relaid(t: &Tensor, shape: Vec<usize>, strides: Vec<isize>) -> Tensor {
+    Tensor { layout: Layout { shape, strides, offset: t.layout.offset }, ..t.clone() }
+}
+
+/// A 0-d operand as torch's gather kernels see it: 1-D of size 1.
+fn ne_view(t: &Tensor) -> Tensor {
+    let (shape, strides) = ne_layout(t);
+    relaid(t, shape, strides)
+}
+
+/// `out[pos] = x[pos with dim := idx[pos]]`, over `out`'s shape, on the operands' device.
+/// `along_dim` reads a 1-D index along `dim` only (index_select); otherwise `idx` has `out`'s
+/// shape.
+fn run_gather(out: &Tensor, x: &Tensor, d: usize, idx: &Tensor, along_dim: bool) -> Result<()> {
+    let backend = backend_for(&[out, x, idx])?;
+    let (out, x) = (ne_view(out), ne_view(x));
+    let idx = if along_dim { relaid(idx, out.shape().to_vec(), unit_along(out.ndim(), d)) } else { ne_view(idx) };
+    backend.gather(&out, &x, d, &idx)
+}
+
+/// The CPU side of `Backend::gather` (its contract there).
+pub(crate) fn gather_cpu_kernel(dst: &Tensor, src: &Tensor, d: usize, index: &Tensor) {
+    let mut x_strides = src.strides().to_vec();
     let x_dim_stride = x_strides[d];
     x_strides[d] = 0;
-    let ix_strides = if along_dim { unit_along(shape.len(), d) } else { ne_layout(idx).1 };
-    crate::dispatch!(x.dtype(), T => {
-        // SAFETY: indices were checked against x's size along d and the other dims of the
-        // iteration are no larger than x's; out is fresh memory shared with no input.
+    crate::dispatch!(src.dtype(), T => {
+        // SAFETY: indices were checked against src's size along d and the other dims of the
+        // iteration are no larger than src's; dst is fresh memory shared with no input.
         unsafe {
             kernel::gather::<T>(
-                &shape,
-                Arg { base: out.base_ptr::<T>(), strides: &out_strides, offset: out.layout.offset },
-                Arg { base: idx.base_ptr::<i64>(), strides: &ix_strides, offset: idx.layout.offset },
-                Arg { base: x.base_ptr::<T>(), strides: &x_strides, offset: x.layout.offset },
+                dst.shape(),
+                Arg { base: dst.base_ptr::<T>(), strides: dst.strides(), offset: dst.layout.offset },
+                Arg { base: index.base_ptr::<i64>(), strides: index.strides(), offset: index.layout.offset },
+                Arg { base: src.base_ptr::<T>(), strides: &x_strides, offset: src.layout.offset },
                 x_dim_stride,
             )
         }
@@ -121,13 +155,29 @@ fn unit_along(ndim: usize, dim: usize) -> Vec<isize> {
     s
 }
 
-/// Runs the scatter kernel over `shape` with `f` chosen by `reduce` (and `alpha`, for
-/// index_add, which scales each source element first).
+/// Scatters `src` into `dst` along `d` over `shape` (the index's iteration shape, read through
+/// `ix_strides` / `src_strides`), combined as `reduce` (and `alpha`, for index_add, which scales
+/// each source element first), on the operands' device.
 #[allow(clippy::too_many_arguments)]
-fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides: &[isize], src: &Tensor, src_strides: &[isize], reduce: Option<Reduce>, alpha: Option<Scalar>) {
-    let (_, mut dst_strides) = ne_layout(dst);
+fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides: &[isize], src: &Tensor, src_strides: &[isize], reduce: Option<Reduce>, alpha: Option<Scalar>) -> Result<()> {
+    let backend = backend_for(&[dst, idx, src])?;
+    let op = match (reduce, alpha) {
+        (None, _) => ScatterOp::Assign,
+        (Some(Reduce::Add), None) => ScatterOp::Add,
+        (Some(Reduce::Add), Some(a)) => ScatterOp::AddScaled(a),
+        (Some(Reduce::Multiply), _) => ScatterOp::Multiply,
+    };
+    let idx = relaid(idx, shape.to_vec(), ix_strides.to_vec());
+    let src = relaid(src, shape.to_vec(), src_strides.to_vec());
+    backend.scatter(&ne_view(dst), d, &idx, &src, op)
+}
+
+/// The CPU side of `Backend::scatter` (its contract there).
+pub(crate) fn scatter_cpu_kernel(dst: &Tensor, d: usize, idx: &Tensor, src: &Tensor, op: ScatterOp) {
+    let mut dst_strides = dst.strides().to_vec();
     let dst_dim_stride = dst_strides[d];
     dst_strides[d] = 0;
+    let shape = idx.shape();
     macro_rules! go {
         ($T:ty, $f:expr) => {
             // SAFETY: indices were checked against dst's size along d; every other dim of the
@@ -139,8 +189,8 @@ fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides
                     d,
                     Arg { base: dst.base_ptr::<$T>(), strides: &dst_strides, offset: dst.layout.offset },
                     dst_dim_stride,
-                    Arg { base: idx.base_ptr::<i64>(), strides: ix_strides, offset: idx.layout.offset },
-                    Arg { base: src.base_ptr::<$T>(), strides: src_strides, offset: src.layout.offset },
+                    Arg { base: idx.base_ptr::<i64>(), strides: idx.strides(), offset: idx.layout.offset },
+                    Arg { base: src.base_ptr::<$T>(), strides: src.strides(), offset: src.layout.offset },
                     $f,
                 )
             }
@@ -148,12 +198,14 @@ fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides
     }
     macro_rules! numeric {
         ($T:ty, $add:expr, $mul:expr) => {{
-            let a: $T = <$T>::from_scalar(alpha.unwrap_or(Scalar::Int(1)));
-            match (reduce, alpha.is_some()) {
-                (None, _) => go!($T, |_, s| s),
-                (Some(Reduce::Add), false) => go!($T, move |o, s| $add(o, s)),
-                (Some(Reduce::Add), true) => go!($T, move |o, s| $add(o, $mul(s, a))),
-                (Some(Reduce::Multiply), _) => go!($T, move |o, s| $mul(o, s)),
+            match op {
+                ScatterOp::Assign => go!($T, |_, s| s),
+                ScatterOp::Add => go!($T, move |o, s| $add(o, s)),
+                ScatterOp::AddScaled(alpha) => {
+                    let a: $T = <$T>::from_scalar(alpha);
+                    go!($T, move |o, s| $add(o, $mul(s, a)))
+                }
+                ScatterOp::Multiply => go!($T, move |o, s| $mul(o, s)),
             }
         }};
     }

@@ -5,6 +5,8 @@ use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
+use crate::ops::copy::to_device_raw;
+use crate::ops::gather::{gather_raw, scatter_raw, Source};
 use crate::ops::norm::{f64s, from_f64s};
 use crate::ops::views;
 use crate::tensor::Tensor;
@@ -25,7 +27,18 @@ fn check_target_dtype(target: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// The kernel: per-element losses `-w[t] * x[t]` (0 where ignored) and the total weight.
+/// Each target's class, with 0 standing in for an ignored one, as an int64 `(n, 1, s)` tensor on
+/// `device`: the index that gathers each sample's picked log-probability (and scatters its
+/// gradient coefficient) on the input's device.
+fn class_index(ts: &[i64], ignore_index: i64, sh: &NllShape, device: crate::device::Device) -> Result<Tensor> {
+    let safe: Vec<i64> = ts.iter().map(|&c| if c == ignore_index { 0 } else { c }).collect();
+    to_device_raw(&Tensor::from_vec(safe, &[sh.n, 1, sh.s])?, device)
+}
+
+/// The kernel: per-element losses `-w[t] * x[t]` (0 where ignored) and the total weight. The
+/// targets are read on the host (to check them, as torch's CPU kernel does); the picked inputs
+/// are gathered on the input's device and only they come to the host, where the loss is summed
+/// in f64 in a fixed order.
 fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape) -> Result<(Vec<f64>, f64)> {
     check_target_dtype(target)?;
     if let Some(w) = weight {
@@ -33,44 +46,46 @@ fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index
             return Err(Error::Runtime(format!("expected scalar type {} but found {}", x.dtype().scalar_type_name(), w.dtype().scalar_type_name())));
         }
     }
-    let xs = f64s(x)?;
     let ts = target.to_vec::<i64>()?;
+    if let Some(&cls) = ts.iter().find(|&&c| c != ignore_index && (c < 0 || c as usize >= sh.c)) {
+        return Err(Error::Index(format!("Target {} is out of bounds.", cls)));
+    }
+    let picked = if ts.is_empty() || sh.c == 0 {
+        vec![0.0; ts.len()] // (every target ignored when there is no class)
+    } else {
+        let xv = views::reshape_raw(x, &[sh.n as i64, sh.c as i64, sh.s as i64])?;
+        f64s(&gather_raw(&xv, 1, &class_index(&ts, ignore_index, sh, x.device())?)?)?
+    };
     let ws = weight.map(f64s).transpose()?;
     let mut losses = Vec::with_capacity(sh.n * sh.s);
     let mut total = 0.0;
-    for i in 0..sh.n {
-        for j in 0..sh.s {
-            let cls = ts[i * sh.s + j];
-            if cls == ignore_index {
-                losses.push(0.0);
-                continue;
-            }
-            if cls < 0 || cls as usize >= sh.c {
-                return Err(Error::Index(format!("Target {} is out of bounds.", cls)));
-            }
-            let w = ws.as_ref().map_or(1.0, |w| w[cls as usize]);
-            total += w;
-            losses.push(-w * xs[(i * sh.c + cls as usize) * sh.s + j]);
+    for (&cls, &v) in ts.iter().zip(&picked) {
+        if cls == ignore_index {
+            losses.push(0.0);
+            continue;
         }
+        let w = ws.as_ref().map_or(1.0, |w| w[cls as usize]);
+        total += w;
+        losses.push(-w * v);
     }
     Ok((losses, total))
 }
 
-/// The coefficient tensor of the input gradient: `-w[t] / scale` at each target position.
-fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType) -> Result<Tensor> {
+/// The coefficient tensor of the input gradient, `(n, c, s)` on `device`: `-w[t] / scale` at
+/// each target position (scattered on the device), 0 elsewhere.
+fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType, device: crate::device::Device) -> Result<Tensor> {
     let ts = target.to_vec::<i64>()?;
     let ws = weight.map(f64s).transpose()?;
-    let mut coef = crate::alloc::try_vec(sh.n * sh.c * sh.s, 0.0f64)?;
-    for i in 0..sh.n {
-        for j in 0..sh.s {
-            let cls = ts[i * sh.s + j];
-            if cls != ignore_index {
-                let w = ws.as_ref().map_or(1.0, |w| w[cls as usize]);
-                coef[(i * sh.c + cls as usize) * sh.s + j] = -w / scale;
-            }
-        }
+    let coef: Vec<f64> = ts
+        .iter()
+        .map(|&cls| if cls == ignore_index { 0.0 } else { -ws.as_ref().map_or(1.0, |w| w[cls as usize]) / scale })
+        .collect();
+    let out = Tensor::zeros_on(&[sh.n, sh.c, sh.s], dtype, device)?;
+    if ts.is_empty() || sh.c == 0 {
+        return Ok(out);
     }
-    from_f64s(coef, &[sh.n * sh.c * sh.s], dtype)
+    let coef = to_device_raw(&from_f64s(coef, &[sh.n, 1, sh.s], dtype)?, device)?;
+    scatter_raw(&out, 1, &class_index(&ts, ignore_index, sh, device)?, &Source::Tensor(coef), None, true)
 }
 
 /// Runs the kernel and records `name` (NllLossBackward0 / NllLoss2DBackward0).
@@ -81,8 +96,9 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
         Reduction::Sum => from_f64s(vec![losses.iter().sum()], &[], x.dtype())?,
         Reduction::Mean => from_f64s(vec![losses.iter().sum::<f64>() / total], &[], x.dtype())?,
     };
+    let out = to_device_raw(&out, x.device())?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
-    let total_weight = from_f64s(vec![total], &[], x.dtype())?;
+    let total_weight = to_device_raw(&from_f64s(vec![total], &[], x.dtype())?, x.device())?;
     rec.value("ignore_index", ignore_index);
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -98,7 +114,7 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
         let target = ctx.saved(1);
         let w = has_w.then(|| ctx.saved(3));
         let scale = if r == Reduction::Mean { ctx.saved(2).item()?.to_f64() } else { 1.0 };
-        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype())?;
+        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype(), g.device())?;
         let coef = views::view_raw(&coef, &in_shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
         // A per-sample gradient (reduction none) broadcasts over the class dim.
         let g = if r == Reduction::None && in_shape.len() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
