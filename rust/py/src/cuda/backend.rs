@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{Backend, BinaryMode, Bound, Device};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -334,6 +334,42 @@ impl Backend for Cuda {
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         let (a, b) = (self.resident(a)?, self.resident(b)?);
         self.driver.matmul(dst.dtype().name(), operand(dst), operand(&a), operand(&b))
+    }
+
+    fn conv2d(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_impl(out, x, w, bias, g)
+    }
+
+    fn conv2d_input_grad(&self, dx: &Tensor, grad: &Tensor, w: &Tensor, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_input_grad_impl(dx, grad, w, g)
+    }
+
+    fn conv2d_weight_grad(&self, dw: &Tensor, x: &Tensor, grad: &Tensor, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_weight_grad_impl(dw, x, grad, g)
+    }
+
+    fn max_pool2d(&self, out: &Tensor, indices: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        self.max_pool2d_impl(out, indices, x, g)
+    }
+
+    fn max_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, indices: &Tensor, g: &MaxGeometry) -> Result<()> {
+        self.max_pool2d_backward_impl(dx, grad, indices, g)
+    }
+
+    fn avg_pool2d(&self, out: &Tensor, x: &Tensor, win: &AvgWindows) -> Result<()> {
+        self.avg_pool2d_impl(out, x, win, false)
+    }
+
+    fn avg_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, win: &AvgWindows) -> Result<()> {
+        self.avg_pool2d_impl(dx, grad, win, true)
+    }
+
+    fn pad2d(&self, out: &Tensor, x: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        self.pad2d_impl(out, x, rows, cols, false)
+    }
+
+    fn pad2d_backward(&self, dx: &Tensor, grad: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        self.pad2d_impl(dx, grad, rows, cols, true)
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {

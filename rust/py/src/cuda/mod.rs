@@ -3,6 +3,7 @@
 //! `minigrad.cuda` registers it the first time a CUDA device is asked for.
 
 mod backend;
+mod conv;
 mod driver;
 mod kernels;
 mod launch;
