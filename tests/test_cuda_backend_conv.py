@@ -248,3 +248,46 @@ def test_pooling_errors_match_torch():
         with pytest.raises(RuntimeError) as m:
             fm()
         assert str(m.value) == str(t.value)
+
+
+# ----- end to end -----
+
+def _net(lib):
+    nn = lib.nn
+    return nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 6, 3, stride=1, groups=2), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 2 * 2, 3),
+    ).double()
+
+
+def test_a_conv_net_trains_on_the_device_as_on_the_cpu_and_torch():
+    """A few SGD steps of Conv2d-ReLU-MaxPool2d-Conv2d(groups)-ReLU-Linear with an MSE loss
+    (losses with class indices are routed by another change), on cuda, on the CPU and in torch
+    from the same weights: the same parameters after training."""
+    torch.manual_seed(0)
+    tnet = _net(torch)
+    state = {k: v.detach().numpy().copy() for k, v in tnet.state_dict().items()}
+    nets = []
+    for device in ("cpu", "cuda"):
+        net = _net(mg)
+        net.load_state_dict({k: mg.from_numpy(v.copy()) for k, v in state.items()})
+        nets.append(net.to(device))
+    x, y = _rand((5, 2, 8, 8), seed=20), _rand((5, 3), seed=21)
+    opts = [torch.optim.SGD(tnet.parameters(), lr=0.05, momentum=0.9)] + [mg.optim.SGD(n.parameters(), lr=0.05, momentum=0.9) for n in nets]
+    data = [(x, y), (mg.from_numpy(x.numpy().copy()), mg.from_numpy(y.numpy().copy())), (on(x), on(y))]
+    losses = [[], [], []]
+    for _ in range(4):
+        for i, (net, opt, lib, (xx, yy)) in enumerate(zip([tnet] + nets, opts, (torch, mg, mg), data)):
+            opt.zero_grad()
+            loss = lib.nn.functional.mse_loss(net(xx), yy)
+            loss.backward()
+            opt.step()
+            losses[i].append(loss.item())
+    assert losses[2][-1] < losses[2][0]
+    torch.testing.assert_close(torch.tensor(losses[2]), torch.tensor(losses[1]), rtol=1e-12, atol=0)
+    torch.testing.assert_close(torch.tensor(losses[2]), torch.tensor(losses[0]), rtol=1e-12, atol=0)
+    ref = dict(tnet.named_parameters())
+    for (name, p), (_, pc) in zip(nets[1].named_parameters(), nets[0].named_parameters()):
+        assert p.is_cuda and p.is_leaf
+        close(p.detach(), ref[name].detach())
+        close(p.detach(), torch.from_numpy(pc.detach().numpy().copy()))

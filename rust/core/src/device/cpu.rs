@@ -121,6 +121,24 @@ impl Backend for Cpu {
         Ok(())
     }
 
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        crate::ops::norm::batch_norm_cpu(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    }
+
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        crate::ops::norm::layer_norm_cpu(x, normalized_shape, weight, bias, eps)
+    }
+
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {
         // Host to host: a plain copy of contiguous bytes.
         let (dst, src) = if to_host { (host, device) } else { (device, host) };

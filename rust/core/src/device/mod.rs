@@ -260,6 +260,44 @@ pub trait Backend: Send + Sync {
         let _ = (dx, grad, rows, cols);
         Err(not_implemented(self.device(), "reflection_pad2d_backward"))
     }
+
+    /// `torch.native_batch_norm` after the op layer's checks: `x` `[n, c, ...]` (float, any
+    /// strides, `n·prod(...)` may be 0), the optional per-channel tensors of `c` elements and
+    /// `x`'s dtype. Returns fresh tensors on this device: the output (`x`'s shape and dtype) and,
+    /// in training, the batch mean and `1 / sqrt(biased var + eps)` (`[c]`), else two empty
+    /// `[0]` tensors. In training with a non-empty batch, `running_mean`/`running_var` are
+    /// updated in place to `(1 - momentum) * old + momentum * new` (unbiased variance) WITHOUT a
+    /// version bump (torch updates them inside its kernel); in evaluation they normalise.
+    /// Statistics accumulate in double, as the CPU's.
+    ///
+    /// Default: torch's NotImplementedError.
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let _ = (x, running_mean, running_var, weight, bias, training, momentum, eps);
+        Err(not_implemented(self.device(), "native_batch_norm"))
+    }
+
+    /// `torch.native_layer_norm` after the op layer's checks: each row of the trailing
+    /// `normalized_shape` elements of `x` (float, any strides) normalised to zero mean and unit
+    /// biased variance, then `* weight + bias` (each of `normalized_shape`, optional). Returns
+    /// fresh tensors on this device: the output, and the rows' mean and `1 / sqrt(var + eps)`
+    /// shaped as `x`'s leading dims followed by ones. Statistics accumulate in double.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        let _ = (x, normalized_shape, weight, bias, eps);
+        Err(not_implemented(self.device(), "native_layer_norm"))
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

@@ -297,8 +297,8 @@ impl Backend for Cuda {
         let shape = dst.shape().to_vec();
         let src = self.resident(src)?;
         let t = ty(dst.dtype());
-        let g = Geometry::new(&shape, vec![own(dst), own(dst), bcast(&src, &shape)]);
         if dst.layout.has_internal_overlap() {
+            let g = Geometry::new(&shape, vec![own(dst), own(dst), bcast(&src, &shape)]);
             // Elements of dst that share memory must each receive every contribution: one
             // thread walks them all, in order (rare: a gradient accumulated into an expanded view).
             let mut p = Params::new();
@@ -312,7 +312,8 @@ impl Backend for Cuda {
             &format!("mg_binary<{t}, {t}, mg::Add>"),
             &format!("mg_binary_contig<{t}, {t}, mg::Add>"),
             &shape,
-            g.operands,
+            // unmerged operands: `elementwise` merges dims itself
+            vec![own(dst), own(dst), bcast(&src, &shape)],
             |p| {
                 p.f64(0.0);
             },
