@@ -291,3 +291,39 @@ def test_a_conv_net_trains_on_the_device_as_on_the_cpu_and_torch():
         assert p.is_cuda and p.is_leaf
         close(p.detach(), ref[name].detach())
         close(p.detach(), torch.from_numpy(pc.detach().numpy().copy()))
+
+
+# ----- normalisation (composed on the device from routed reductions and elementwise ops) -----
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("training,affine", [(True, True), (True, False), (False, True)])
+def test_batch_norm_values_gradients_and_running_stats(training, affine, dtype):
+    x = _rand((4, 3, 5, 2), dtype, 30)
+    w, b = (_rand((3,), dtype, 31), _rand((3,), dtype, 32)) if affine else (None, None)
+    rm, rv = _rand((3,), dtype, 33), _rand((3,), dtype, 34).abs() + 0.5
+    mrm, mrv = on(rm.clone()), on(rv.clone())
+    trm, trv = rm.clone(), rv.clone()
+    rt, rm_out, gt, gm = grads(
+        lambda x, w, b: TF.batch_norm(x, trm, trv, w, b, training=training, momentum=0.3, eps=1e-4),
+        lambda x, w, b: F.batch_norm(x, mrm, mrv, w, b, training=training, momentum=0.3, eps=1e-4),
+        [x, w, b])
+    close(rm_out, rt.detach())
+    for m, t in zip(gm, gt):
+        if t is not None:
+            close(m, t)
+    close(mrm, trm)
+    close(mrv, trv)
+    assert (mrm._version, mrv._version) == (trm._version, trv._version)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_values_and_gradients(affine, dtype):
+    x = _rand((3, 4, 6), dtype, 40)
+    w, b = (_rand((4, 6), dtype, 41), _rand((4, 6), dtype, 42)) if affine else (None, None)
+    rt, rm, gt, gm = grads(lambda x, w, b: TF.layer_norm(x, (4, 6), w, b, eps=1e-5),
+                           lambda x, w, b: F.layer_norm(x, (4, 6), w, b, eps=1e-5), [x, w, b])
+    close(rm, rt.detach())
+    for m, t in zip(gm, gt):
+        if t is not None:
+            close(m, t)

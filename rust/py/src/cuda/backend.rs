@@ -373,6 +373,25 @@ impl Backend for Cuda {
         self.pad2d_impl(dx, grad, rows, cols, true)
     }
 
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        self.batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    }
+
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        self.layer_norm_impl(x, normalized_shape, weight, bias, eps)
+    }
+
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {
         let n = device.numel() * device.dtype().size();
         if n == 0 {

@@ -8,6 +8,7 @@ mod driver;
 mod kernels;
 mod launch;
 mod memory;
+mod norm;
 mod reduce;
 
 use crate::errors::to_py;
