@@ -2,7 +2,7 @@
 //! `cuda:0` records what the op layer asks of it (as device_seam.rs does for the elementwise,
 //! reduction and matmul families; a separate test binary, so each registers its own devices).
 //! It checks that convolution, its two gradients, max/avg/adaptive pooling and their backward,
-//! and index-map padding reach the backend's methods with contiguous device operands, fresh
+//! index-map padding and the batch_norm / layer_norm forwards reach the backend's methods with contiguous device operands, fresh
 //! device outputs and the geometry the CPU kernels get; that a backend without the family
 //! (`cuda:1`) answers torch's NotImplementedError; and that mixing devices fails with torch's
 //! words before anything is allocated.
@@ -141,6 +141,26 @@ impl Backend for StandIn {
         on_device(&[dx, grad]);
         log(format!("pad2d_backward {:?} from {:?}", dx.shape(), grad.shape()));
         Ok(())
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        rm: Option<&Tensor>,
+        rv: Option<&Tensor>,
+        w: Option<&Tensor>,
+        b: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> minigrad_core::Result<(Tensor, Tensor, Tensor)> {
+        log(format!("batch_norm {:?} stats={} affine={} training={} momentum={} eps={}", x.shape(), rm.is_some() && rv.is_some(), w.is_some() && b.is_some(), training, momentum, eps));
+        let c = x.shape()[1];
+        Ok((cuda(x.shape()), cuda(&[c]), cuda(&[c])))
+    }
+    fn layer_norm(&self, x: &Tensor, shape: &[usize], w: Option<&Tensor>, _b: Option<&Tensor>, eps: f64) -> minigrad_core::Result<(Tensor, Tensor, Tensor)> {
+        log(format!("layer_norm {:?} over {:?} affine={} eps={}", x.shape(), shape, w.is_some(), eps));
+        Ok((cuda(x.shape()), cuda(&[x.shape()[0], 1]), cuda(&[x.shape()[0], 1])))
     }
 }
 
@@ -282,4 +302,22 @@ fn a_backend_without_the_family_says_not_implemented() {
     expect(pool::max_pool2d_raw(&x, &[2, 2], &[2, 2], &[0, 0], &[1, 1], false).map(|r| r.0), "max_pool2d_with_indices");
     expect(pool::avg_pool2d(&x, &[2, 2], &[2, 2], &[0, 0], false, true, None), "avg_pool2d");
     expect(pad::pad2d(&x, &[1, 1, 1, 1], pad::Mode2d::Replicate), "reflection_pad2d");
+}
+
+#[test]
+fn norm_forwards_reach_the_backend() {
+    let (x, w, b) = (cuda(&[2, 3, 4]), cuda(&[3]), cuda(&[3]));
+    let (rm, rv) = (cuda(&[3]), cuda(&[3]));
+    let calls = calls_of(|| {
+        let y = minigrad_core::ops::norm::batch_norm(&x, Some(&rm), Some(&rv), Some(&w), Some(&b), true, 0.25, 1e-3).unwrap();
+        assert_eq!((y.device(), y.shape()), (Device::Cuda(0), &[2, 3, 4][..]));
+        let l = minigrad_core::ops::norm::layer_norm(&x, &[3, 4], None, None, 1e-5).unwrap();
+        assert_eq!(l.device(), Device::Cuda(0));
+    });
+    assert_eq!(calls, ["batch_norm [2, 3, 4] stats=true affine=true training=true momentum=0.25 eps=0.001", "layer_norm [2, 3, 4] over [3, 4] affine=false eps=0.00001"]);
+    let bare = on(Device::Cuda(1), &[2, 3]);
+    match minigrad_core::ops::norm::layer_norm(&bare, &[3], None, None, 1e-5) {
+        Err(minigrad_core::Error::NotImplemented(m)) => assert!(m.starts_with("Could not run 'aten::native_layer_norm' with arguments from the 'CUDA' backend."), "{}", m),
+        other => panic!("expected NotImplemented, got {:?}", other.map(|t| t.shape().to_vec())),
+    }
 }
