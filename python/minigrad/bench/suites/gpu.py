@@ -39,6 +39,16 @@ def _ops(n, quick):
     }
 
 
+def _conv_ops(quick):
+    """conv2d forward (im2col + cuBLAS on minigrad's side; CuPy has no conv2d: left out)."""
+    n, c, hw = (16, 64, 32) if quick else (32, 64, 56)
+    flops = 2 * n * c * hw * hw * c * 9
+    return {
+        f"conv2d {n}x{c}x{hw}x{hw} 3x3 pad 1": (
+            lambda m, a, b: m.nn.functional.conv2d(a, b, padding=1), (n, c, hw, hw), (c, c, 3, 3), None, flops),
+    }
+
+
 def cases(ctx):
     reasons = why_not(ctx)
     if reasons:
@@ -50,7 +60,43 @@ def cases(ctx):
                 continue
             out.append(TimeCase(name=f"cuda {name}", params={"op": name, "device": "cuda"}, bytes=nbytes, flops=flops,
                                 build=lambda ctx, fn=fn, sa=sa, sb=sb: _build(ctx, fn, sa, sb)))
+    for name, (fn, sa, sb, nbytes, flops) in _conv_ops(ctx.quick).items():
+        out.append(TimeCase(name=f"cuda {name}", params={"op": name, "device": "cuda"}, bytes=nbytes, flops=flops,
+                            build=lambda ctx, fn=fn, sa=sa, sb=sb: _build(ctx, fn, sa, sb)))
+    batch = 64
+    out.append(TimeCase(name=f"cuda conv net train step batch {batch} 3x32x32", params={"op": "conv net train", "device": "cuda"},
+                        build=lambda ctx: _build_conv_train(ctx, batch)))
     return out
+
+
+def _conv_net(nn):
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 8 * 8, 10),
+    )
+
+
+def _build_conv_train(ctx, batch):
+    """One SGD step (forward, MSE loss, backward, update) of a small conv net, synchronised."""
+    x, y = random((batch, 3, 32, 32), 0), random((batch, 10), 1)
+    fns = {}
+    for lib in ctx.libs:
+        if lib == "numpy":
+            continue
+        m = ctx.module(lib)
+        net = _conv_net(m.nn).cuda()
+        opt = m.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        xx, yy = m.from_numpy(x.copy()).cuda(), m.from_numpy(y.copy()).cuda()
+
+        def step(m=m, net=net, opt=opt, xx=xx, yy=yy):
+            opt.zero_grad()
+            m.nn.functional.mse_loss(net(xx), yy).backward()
+            opt.step()
+            m.cuda.synchronize()
+
+        fns[lib] = step
+    return fns
 
 
 def _build(ctx, op, shape_a, shape_b):

@@ -1,7 +1,7 @@
 //! The CPU backend: each method calls the CPU kernel that lives beside its op (`ops::unary`,
 //! `ops::binary`, `ops::copy`) or in the kernels crate. Memory comes from the caching allocator.
 
-use super::{Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
+use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, ScatterOp, Walk};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
@@ -77,6 +77,66 @@ impl Backend for Cpu {
 
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
         crate::kernels::add_into(dst, src)
+    }
+
+    fn conv2d(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
+        crate::ops::conv::cpu_forward(out, x, w, bias, g)
+    }
+
+    fn conv2d_input_grad(&self, dx: &Tensor, grad: &Tensor, w: &Tensor, g: &ConvGeometry) -> Result<()> {
+        crate::ops::conv::cpu_input_grad(dx, grad, w, g)
+    }
+
+    fn conv2d_weight_grad(&self, dw: &Tensor, x: &Tensor, grad: &Tensor, g: &ConvGeometry) -> Result<()> {
+        crate::ops::conv::cpu_weight_grad(dw, x, grad, g)
+    }
+
+    fn max_pool2d(&self, out: &Tensor, indices: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        crate::ops::pool::max_cpu_kernel(out, indices, x, g);
+        Ok(())
+    }
+
+    fn max_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, indices: &Tensor, g: &MaxGeometry) -> Result<()> {
+        crate::ops::pool::max_backward_cpu_kernel(dx, grad, indices, g);
+        Ok(())
+    }
+
+    fn avg_pool2d(&self, out: &Tensor, x: &Tensor, win: &AvgWindows) -> Result<()> {
+        crate::ops::pool::avg_cpu_kernel(out, x, win, false);
+        Ok(())
+    }
+
+    fn avg_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, win: &AvgWindows) -> Result<()> {
+        crate::ops::pool::avg_cpu_kernel(dx, grad, win, true);
+        Ok(())
+    }
+
+    fn pad2d(&self, out: &Tensor, x: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        crate::ops::pad::cpu_kernel(out, x, rows, cols, false);
+        Ok(())
+    }
+
+    fn pad2d_backward(&self, dx: &Tensor, grad: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        crate::ops::pad::cpu_kernel(dx, grad, rows, cols, true);
+        Ok(())
+    }
+
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        crate::ops::norm::batch_norm_cpu(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    }
+
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        crate::ops::norm::layer_norm_cpu(x, normalized_shape, weight, bias, eps)
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {

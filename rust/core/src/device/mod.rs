@@ -21,6 +21,8 @@ use crate::ops::binary::BinaryOp;
 pub use crate::kernels::index::Walk;
 pub use crate::ops::gather::ScatterOp;
 use crate::kernels::unary::MathOp;
+pub use crate::kernels::conv::Geometry as ConvGeometry;
+pub use crate::kernels::pool::{AvgWindows, MaxGeometry};
 use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
@@ -248,6 +250,141 @@ pub trait Backend: Send + Sync {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let _ = (src, mask);
         Err(not_implemented(self.device(), "masked_select"))
+    // ----- convolution, pooling and index-map padding (ops/conv.rs, ops/pool.rs, ops/pad.rs) -----
+    //
+    // Shared rules: every tensor is contiguous and on this device (the op layer copies), of one
+    // float dtype (float32 or float64; pooling indices int64), NCHW; outputs are fresh and are
+    // overwritten entirely. The geometry has been checked by the op layer with torch's rules
+    // (sizes consistent, stride/dilation/groups >= 1, every output size >= 1 except the batch,
+    // which may be 0). A backend may use any summation order that is fixed for given shapes
+    // (the CPU's is its kernels'), so two runs give bit-identical results.
+
+    /// `out = conv2d(x, w) + bias`: `x` `[n, c_in, h, w]`, `w` `[c_out, c_in / groups, kh,
+    /// kw]`, `bias` `[c_out]` or None, `out` `[n, c_out, oh, ow]`, as `g` says (kernels'
+    /// `conv::Geometry`: stride, zero padding, dilation, groups). `c_in / groups` may be 0 (then
+    /// `out` is the bias, or zeros).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn conv2d(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
+        let _ = (out, x, w, bias, g);
+        Err(not_implemented(self.device(), "convolution"))
+    }
+
+    /// The input gradient of `conv2d` (a transposed convolution): `dx` `[n, c_in, h, w]` from
+    /// `grad` `[n, c_out, oh, ow]` and `w`. Input elements no tap reads get 0.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn conv2d_input_grad(&self, dx: &Tensor, grad: &Tensor, w: &Tensor, g: &ConvGeometry) -> Result<()> {
+        let _ = (dx, grad, w, g);
+        Err(not_implemented(self.device(), "convolution_backward"))
+    }
+
+    /// The weight gradient of `conv2d`: `dw` `[c_out, c_in / groups, kh, kw]` = the sum over
+    /// images and output pixels of `grad ⊗ input patch`; zeros when `n` is 0.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn conv2d_weight_grad(&self, dw: &Tensor, x: &Tensor, grad: &Tensor, g: &ConvGeometry) -> Result<()> {
+        let _ = (dw, x, grad, g);
+        Err(not_implemented(self.device(), "convolution_backward"))
+    }
+
+    /// Max pooling of every `(h, w)` plane of `x` (`[planes.., h, w]`) into `out` and `indices`
+    /// (`[planes.., oh, ow]`, int64: the flat position `iy * w + ix` of the chosen element in
+    /// its plane). torch's rules: padding is -inf, the first maximum in row-major window order
+    /// wins ties, a NaN is always taken (so NaN propagates); a window with no input element
+    /// gives -inf and the index of its first tap at or after 0.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn max_pool2d(&self, out: &Tensor, indices: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        let _ = (out, indices, x, g);
+        Err(not_implemented(self.device(), "max_pool2d_with_indices"))
+    }
+
+    /// The input gradient of `max_pool2d`: `dx` (shape of `x`) gets each output's `grad` added
+    /// at its recorded index; elements chosen by no window get 0. `g` is the forward's.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn max_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, indices: &Tensor, g: &MaxGeometry) -> Result<()> {
+        let _ = (dx, grad, indices, g);
+        Err(not_implemented(self.device(), "max_pool2d_with_indices_backward"))
+    }
+
+    /// Average pooling of every `(h, w)` plane of `x` into `out` (`[planes.., oh, ow]`, `oh`
+    /// = `win.rows.len()`, `ow` = `win.cols.len()`): output `(oy, ox)` is the sum of the input
+    /// rows `win.rows[oy].start..end` x columns `win.cols[ox].start..end`, divided by
+    /// `win.divisor`. Strided (`avg_pool2d`) and adaptive windows both arrive this way; starts
+    /// and ends never decrease along a dim.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn avg_pool2d(&self, out: &Tensor, x: &Tensor, win: &AvgWindows) -> Result<()> {
+        let _ = (out, x, win);
+        Err(not_implemented(self.device(), "avg_pool2d"))
+    }
+
+    /// The adjoint of `avg_pool2d`: `dx` (`[planes.., h, w]`) gets, at every input element,
+    /// the sum of `grad / divisor` of the windows that cover it.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn avg_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, win: &AvgWindows) -> Result<()> {
+        let _ = (dx, grad, win);
+        Err(not_implemented(self.device(), "avg_pool2d_backward"))
+    }
+
+    /// Index-map padding of the last two dims (reflect, replicate): `out[p][i][j] =
+    /// x[p][rows[i]][cols[j]]`, `x` `[planes.., h, w]`, `out` `[planes.., rows.len(),
+    /// cols.len()]`, every map entry inside the input.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn pad2d(&self, out: &Tensor, x: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        let _ = (out, x, rows, cols);
+        Err(not_implemented(self.device(), "reflection_pad2d"))
+    }
+
+    /// The adjoint of `pad2d`: `dx` (`[planes.., h, w]`) gets every output gradient added at its
+    /// source pixel (0 where no output reads it).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn pad2d_backward(&self, dx: &Tensor, grad: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        let _ = (dx, grad, rows, cols);
+        Err(not_implemented(self.device(), "reflection_pad2d_backward"))
+    }
+
+    /// `torch.native_batch_norm` after the op layer's checks: `x` `[n, c, ...]` (float, any
+    /// strides, `n·prod(...)` may be 0), the optional per-channel tensors of `c` elements and
+    /// `x`'s dtype. Returns fresh tensors on this device: the output (`x`'s shape and dtype) and,
+    /// in training, the batch mean and `1 / sqrt(biased var + eps)` (`[c]`), else two empty
+    /// `[0]` tensors. In training with a non-empty batch, `running_mean`/`running_var` are
+    /// updated in place to `(1 - momentum) * old + momentum * new` (unbiased variance) WITHOUT a
+    /// version bump (torch updates them inside its kernel); in evaluation they normalise.
+    /// Statistics accumulate in double, as the CPU's.
+    ///
+    /// Default: torch's NotImplementedError.
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let _ = (x, running_mean, running_var, weight, bias, training, momentum, eps);
+        Err(not_implemented(self.device(), "native_batch_norm"))
+    }
+
+    /// `torch.native_layer_norm` after the op layer's checks: each row of the trailing
+    /// `normalized_shape` elements of `x` (float, any strides) normalised to zero mean and unit
+    /// biased variance, then `* weight + bias` (each of `normalized_shape`, optional). Returns
+    /// fresh tensors on this device: the output, and the rows' mean and `1 / sqrt(var + eps)`
+    /// shaped as `x`'s leading dims followed by ones. Statistics accumulate in double.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        let _ = (x, normalized_shape, weight, bias, eps);
+        Err(not_implemented(self.device(), "native_layer_norm"))
     }
 }
 

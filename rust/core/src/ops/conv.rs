@@ -1,5 +1,6 @@
-//! `conv2d`: torch's argument checks, the im2col + gemm kernels (`kernels/conv.rs`) and the
-//! backward (ConvolutionBackward0).
+//! `conv2d`: torch's argument checks, the forward and the two gradients through the device's
+//! `Backend` (CPU: the im2col + gemm kernels of `kernels/conv.rs`; CUDA: `conv.cu` + cuBLAS) and
+//! the backward (ConvolutionBackward0).
 //!
 //! The convolution and its two gradients form a closed family of three bilinear ops:
 //! `conv(x, w)`, `input_grad(g, w)` (shape of x) and `weight_grad(x, g)` (shape of w). Each
@@ -181,31 +182,49 @@ fn geometry(xs: &[usize], ws: &[usize], p: &Conv2dParams) -> Geometry {
     }
 }
 
-/// Forward of a checked 4-d convolution, no autograd.
+/// Forward of a checked 4-d convolution, no autograd: the device's `Backend::conv2d`.
 pub fn conv2d_raw(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: &Conv2dParams) -> Result<Tensor> {
+    let backend = crate::device::backend_for(&[Some(x), Some(w), b].into_iter().flatten().collect::<Vec<_>>())?;
     let g = geometry(x.shape(), w.shape(), p);
-    let out = Tensor::empty(&[g.n, g.c_out, g.oh, g.ow], x.dtype())?;
+    let out = Tensor::empty_on(&[g.n, g.c_out, g.oh, g.ow], x.dtype(), x.device())?;
     let (x, w, b) = (contiguous_raw(x)?, contiguous_raw(w)?, b.map(contiguous_raw).transpose()?);
-    crate::dispatch_float!(x.dtype(), T => kernel::forward::<T>(read(&x), read(&w), b.as_ref().map(|b| read::<T>(b)), fresh(&out), &g), _ => unreachable!("checked float"))?;
+    backend.conv2d(&out, &x, &w, b.as_ref(), &g)?;
     Ok(out)
 }
 
 /// Input gradient (a transposed convolution of `grad` with `w`) for an input of `x_shape`.
 pub fn conv2d_input_grad_raw(grad: &Tensor, w: &Tensor, x_shape: &[usize], p: &Conv2dParams) -> Result<Tensor> {
+    let backend = crate::device::backend_for(&[grad, w])?;
     let g = geometry(x_shape, w.shape(), p);
-    let dx = Tensor::empty(x_shape, grad.dtype())?;
+    let dx = Tensor::empty_on(x_shape, grad.dtype(), grad.device())?;
     let (grad, w) = (contiguous_raw(grad)?, contiguous_raw(w)?);
-    crate::dispatch_float!(grad.dtype(), T => kernel::grad_input::<T>(read(&grad), read(&w), fresh(&dx), &g), _ => unreachable!("checked float"))?;
+    backend.conv2d_input_grad(&dx, &grad, &w, &g)?;
     Ok(dx)
 }
 
 /// Weight gradient for a weight of `w_shape`.
 pub fn conv2d_weight_grad_raw(x: &Tensor, grad: &Tensor, w_shape: &[usize], p: &Conv2dParams) -> Result<Tensor> {
+    let backend = crate::device::backend_for(&[x, grad])?;
     let g = geometry(x.shape(), w_shape, p);
-    let dw = Tensor::empty(w_shape, x.dtype())?;
+    let dw = Tensor::empty_on(w_shape, x.dtype(), x.device())?;
     let (x, grad) = (contiguous_raw(x)?, contiguous_raw(grad)?);
-    crate::dispatch_float!(x.dtype(), T => kernel::grad_weight::<T>(read(&x), read(&grad), fresh(&dw), &g), _ => unreachable!("checked float"))?;
+    backend.conv2d_weight_grad(&dw, &x, &grad, &g)?;
     Ok(dw)
+}
+
+/// The CPU backend's `conv2d` (im2col + gemm, kernels/conv.rs).
+pub(crate) fn cpu_forward(out: &Tensor, x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: &Geometry) -> Result<()> {
+    crate::dispatch_float!(x.dtype(), T => kernel::forward::<T>(read(x), read(w), b.map(|b| read::<T>(b)), fresh(out), g), _ => unreachable!("checked float"))
+}
+
+/// The CPU backend's `conv2d_input_grad`.
+pub(crate) fn cpu_input_grad(dx: &Tensor, grad: &Tensor, w: &Tensor, g: &Geometry) -> Result<()> {
+    crate::dispatch_float!(grad.dtype(), T => kernel::grad_input::<T>(read(grad), read(w), fresh(dx), g), _ => unreachable!("checked float"))
+}
+
+/// The CPU backend's `conv2d_weight_grad`.
+pub(crate) fn cpu_weight_grad(dw: &Tensor, x: &Tensor, grad: &Tensor, g: &Geometry) -> Result<()> {
+    crate::dispatch_float!(x.dtype(), T => kernel::grad_weight::<T>(read(x), read(grad), fresh(dw), g), _ => unreachable!("checked float"))
 }
 
 /// Differentiable 4-d convolution (ConvolutionBackward0). Saves input and weight, as torch.

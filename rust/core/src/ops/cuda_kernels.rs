@@ -224,8 +224,33 @@ const INDEX: CudaSource = CudaSource {
     ],
 };
 
+const CONV: CudaSource = CudaSource {
+    name: "conv",
+    path: "rust/core/src/ops/conv.cu",
+    source: include_str!("conv.cu"),
+    families: &[Family { kernels: &["mg_im2col<{T}>", "mg_col2im<{T}>"], types: F, ops: &[""] }],
+};
+
+const POOL: CudaSource = CudaSource {
+    name: "pool",
+    path: "rust/core/src/ops/pool.cu",
+    source: include_str!("pool.cu"),
+    families: &[Family {
+        kernels: &["mg_max_pool2d<{T}>", "mg_max_pool2d_backward<{T}>", "mg_avg_pool2d<{T}>", "mg_avg_pool2d_backward<{T}>"],
+        types: F,
+        ops: &[""],
+    }],
+};
+
+const PAD: CudaSource = CudaSource {
+    name: "pad",
+    path: "rust/core/src/ops/pad.cu",
+    source: include_str!("pad.cu"),
+    families: &[Family { kernels: &["mg_pad2d<{T}>", "mg_pad2d_backward<{T}>"], types: F, ops: &[""] }],
+};
+
 /// Every kernel source, in a fixed order.
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX];
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD];
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,9 @@
 //! Forward kernels accumulate in f64 with a fixed order per group and parallelise over groups
 //! only, so results are bit-identical run to run. Backward formulas recompute the statistics
 //! from the saved input with differentiable ops, so double backward is right (the second-order
-//! nodes are the composed ops' nodes, not torch's `NativeBatchNormBackwardBackward0`).
+//! nodes are the composed ops' nodes, not torch's `NativeBatchNormBackwardBackward0`). The
+//! forwards go through the device's `Backend::batch_norm` / `layer_norm` (the CPU's are here);
+//! the backward formulas are routed ops, so they run on any device that has those.
 
 use crate::autograd::formulas as fm;
 use crate::autograd::Recorder;
@@ -84,6 +86,23 @@ pub fn batch_norm_raw(
         return Err(Error::NotImplemented(format!("\"batch_norm\" not implemented for '{}'", x.dtype().scalar_type_name())));
     }
     same_dtype(x, &[weight, bias, running_mean, running_var])?;
+    let operands: Vec<&Tensor> = [Some(x), running_mean, running_var, weight, bias].into_iter().flatten().collect();
+    crate::device::backend_for(&operands)?.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+}
+
+/// The CPU backend's `batch_norm`: statistics and output in f64, per channel in parallel.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn batch_norm_cpu(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let c = x.shape()[1];
     let dt = x.dtype();
     let (n, s) = (x.shape()[0], x.shape()[2..].iter().product::<usize>());
     let per_channel = n * s;
@@ -298,6 +317,12 @@ fn check_layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tens
 /// dims followed by ones.
 pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
     check_layer_norm(x, normalized_shape, weight, bias)?;
+    let operands: Vec<&Tensor> = [Some(x), weight, bias].into_iter().flatten().collect();
+    crate::device::backend_for(&operands)?.layer_norm(x, normalized_shape, weight, bias, eps)
+}
+
+/// The CPU backend's `layer_norm`: one row at a time in f64, rows in parallel.
+pub(crate) fn layer_norm_cpu(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
     let m: usize = normalized_shape.iter().product();
     let k = normalized_shape.len();
     let rows: usize = x.shape()[..x.ndim() - k].iter().product();

@@ -4,6 +4,8 @@
 //! `pad` lists (left, right) amounts from the last dim backwards; negative amounts crop. The
 //! gradient of padding by `p` is padding the gradient by `-p` (cropping what was added, adding
 //! zeros where the input was cropped), so the backward is this same op and differentiates again.
+//! Constant padding is a fill and a copy (so it runs on every device); the index-map modes go
+//! through the device's `Backend::pad2d` (CPU: kernels/pad.rs; CUDA: pad.cu).
 
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
@@ -137,20 +139,33 @@ fn pad2d_maps(x: &Tensor, pad: &[i64], mode: Mode2d) -> Result<(Vec<usize>, Vec<
 }
 
 fn pad2d_apply(t: &Tensor, x_shape: &[usize], maps: &(Vec<usize>, Vec<usize>), adjoint: bool) -> crate::error::Result<Tensor> {
+    let backend = crate::device::backend_for(&[t])?;
     let nd = x_shape.len();
-    let (h, w) = (x_shape[nd - 2], x_shape[nd - 1]);
     let tc = crate::ops::copy::contiguous_raw(t)?;
     if adjoint {
-        let dx = Tensor::empty(x_shape, t.dtype())?;
-        crate::dispatch_float!(t.dtype(), T => crate::kernels::pad::scatter2d::<T>(read(&tc), w, h * w, &maps.0, &maps.1, fresh(&dx)), _ => unreachable!("float"));
+        let dx = Tensor::empty_on(x_shape, t.dtype(), t.device())?;
+        backend.pad2d_backward(&dx, &tc, &maps.0, &maps.1)?;
         Ok(dx)
     } else {
         let mut s = x_shape.to_vec();
         s[nd - 2] = maps.0.len();
         s[nd - 1] = maps.1.len();
-        let out = Tensor::empty(&s, t.dtype())?;
-        crate::dispatch_float!(t.dtype(), T => crate::kernels::pad::gather2d::<T>(read(&tc), w, h * w, &maps.0, &maps.1, fresh(&out)), _ => unreachable!("float"));
+        let out = Tensor::empty_on(&s, t.dtype(), t.device())?;
+        backend.pad2d(&out, &tc, &maps.0, &maps.1)?;
         Ok(out)
+    }
+}
+
+/// The CPU backend's `pad2d` (`adjoint`: `pad2d_backward`): `src` is read, `dst` is the fresh
+/// result.
+pub(crate) fn cpu_kernel(dst: &Tensor, src: &Tensor, rows: &[usize], cols: &[usize], adjoint: bool) {
+    let in_shape = if adjoint { dst.shape() } else { src.shape() };
+    let nd = in_shape.len();
+    let (h, w) = (in_shape[nd - 2], in_shape[nd - 1]);
+    if adjoint {
+        crate::dispatch_float!(src.dtype(), T => crate::kernels::pad::scatter2d::<T>(read(src), w, h * w, rows, cols, fresh(dst)), _ => unreachable!("float"));
+    } else {
+        crate::dispatch_float!(src.dtype(), T => crate::kernels::pad::gather2d::<T>(read(src), w, h * w, rows, cols, fresh(dst)), _ => unreachable!("float"));
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Inputs are (C, H, W) or (N, C, H, W): every leading plane is pooled independently. Each
 //! pooling is linear in its input once the windows (or argmax indices) are fixed, so each
-//! backward is a differentiable "scatter" op whose own backward is the pooling again.
+//! backward is a differentiable "scatter" op whose own backward is the pooling again. The
+//! element work goes through the device's `Backend` (CPU: kernels/pool.rs; CUDA: pool.cu).
 
 use crate::autograd::Recorder;
 use crate::error::{Error, Result};
@@ -103,25 +104,47 @@ fn hw(x_shape: &[usize]) -> (usize, usize) {
 // ----- max_pool2d -----
 
 /// Max pooling forward, no autograd: (values, int64 indices into each H·W plane).
-pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
+/// Also returns the geometry, which the backward needs.
+pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor, MaxGeometry)> {
     if x.ndim() != 3 && x.ndim() != 4 {
         return Err(Error::Runtime("non-empty 3D or 4D (batch mode) tensor expected for input".into()));
     }
     let p = check_pool(x, kernel, stride, padding, dilation, ceil_mode)?;
     float_only(x, "max_pool2d")?;
+    let backend = crate::device::backend_for(&[x])?;
     let shape = out_shape(x, p.out);
-    let (out, idx) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
+    let (out, idx) = (Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?);
     let (h, w) = hw(x.shape());
     let g = MaxGeometry { h, w, oh: p.out[0], ow: p.out[1], kernel: p.kernel, stride: p.stride, padding: p.padding, dilation: p.dilation };
-    let xc = contiguous_raw(x)?;
-    crate::dispatch_float!(x.dtype(), T => kernel::max_forward::<T>(read(&xc), &g, fresh(&out), fresh(&idx)), _ => unreachable!("checked float"));
-    Ok((out, idx))
+    backend.max_pool2d(&out, &idx, &contiguous_raw(x)?, &g)?;
+    Ok((out, idx, g))
+}
+
+/// The CPU backend's `max_pool2d`.
+pub(crate) fn max_cpu_kernel(out: &Tensor, idx: &Tensor, x: &Tensor, g: &MaxGeometry) {
+    crate::dispatch_float!(x.dtype(), T => kernel::max_forward::<T>(read(x), g, fresh(out), fresh(idx)), _ => unreachable!("checked float"));
+}
+
+/// The CPU backend's `max_pool2d_backward`.
+pub(crate) fn max_backward_cpu_kernel(dx: &Tensor, grad: &Tensor, idx: &Tensor, g: &MaxGeometry) {
+    crate::dispatch_float!(grad.dtype(), T => kernel::max_backward::<T>(read(grad), read(idx), g.h * g.w, g.oh * g.ow, fresh(dx)), _ => unreachable!("float grad"));
+}
+
+/// The CPU backend's average pooling (`adjoint`: its backward).
+pub(crate) fn avg_cpu_kernel(out: &Tensor, t: &Tensor, win: &AvgWindows, adjoint: bool) {
+    let shape = if adjoint { out.shape() } else { t.shape() };
+    let (h, w) = hw(shape);
+    if adjoint {
+        crate::dispatch_float!(t.dtype(), T => kernel::avg_backward::<T>(read(t), h, w, win, fresh(out)), _ => unreachable!("float"));
+    } else {
+        crate::dispatch_float!(t.dtype(), T => kernel::avg_forward::<T>(read(t), h, w, win, fresh(out)), _ => unreachable!("float"));
+    }
 }
 
 /// Differentiable max pooling (MaxPool2DWithIndicesBackward0, saving self and the indices).
 pub fn max_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
     crate::autograd::record::precheck(&[Some(x)])?;
-    let (out, idx) = max_pool2d_raw(x, kernel, stride, padding, dilation, ceil_mode)?;
+    let (out, idx, g) = max_pool2d_raw(x, kernel, stride, padding, dilation, ceil_mode)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((out, idx)) };
     rec.save("self", x)?;
     rec.save_output("result1", &idx, 1);
@@ -132,25 +155,24 @@ pub fn max_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i
     rec.value("ceil_mode", if ceil_mode { "True" } else { "False" });
     rec.finish("MaxPool2DWithIndicesBackward0", &[&out, &idx], Box::new(move |ctx| {
         let (x, idx) = (ctx.saved(0), ctx.saved(1));
-        Ok(vec![Some(max_pool2d_backward(ctx.grad(), idx, x.shape())?)])
+        Ok(vec![Some(max_pool2d_backward(ctx.grad(), idx, x.shape(), g)?)])
     }))?;
     Ok((out, idx))
 }
 
-/// Raw max-pool gradient: `grad` added into zeros of `x_shape` at the argmax indices.
-pub fn max_pool2d_backward_raw(grad: &Tensor, idx: &Tensor, x_shape: &[usize]) -> Result<Tensor> {
-    let dx = Tensor::empty(x_shape, grad.dtype())?;
-    let (h, w) = hw(x_shape);
-    let (oh, ow) = hw(grad.shape());
-    let (g, i) = (contiguous_raw(grad)?, contiguous_raw(idx)?);
-    crate::dispatch_float!(grad.dtype(), T => kernel::max_backward::<T>(read(&g), read(&i), h * w, oh * ow, fresh(&dx)), _ => unreachable!("float grad"));
+/// Raw max-pool gradient: `grad` added into zeros of `x_shape` at the argmax indices (`g`: the
+/// forward's geometry).
+pub fn max_pool2d_backward_raw(grad: &Tensor, idx: &Tensor, x_shape: &[usize], g: &MaxGeometry) -> Result<Tensor> {
+    let backend = crate::device::backend_for(&[grad, idx])?;
+    let dx = Tensor::empty_on(x_shape, grad.dtype(), grad.device())?;
+    backend.max_pool2d_backward(&dx, &contiguous_raw(grad)?, &contiguous_raw(idx)?, g)?;
     Ok(dx)
 }
 
 /// Differentiable max-pool gradient (MaxPool2DWithIndicesBackwardBackward0): linear in `grad`,
 /// its adjoint picks the upstream gradient at the indices (a gather over each flattened plane).
-fn max_pool2d_backward(grad: &Tensor, idx: &Tensor, x_shape: &[usize]) -> Result<Tensor> {
-    let out = max_pool2d_backward_raw(grad, idx, x_shape)?;
+fn max_pool2d_backward(grad: &Tensor, idx: &Tensor, x_shape: &[usize], g: MaxGeometry) -> Result<Tensor> {
+    let out = max_pool2d_backward_raw(grad, idx, x_shape, &g)?;
     let Some(mut rec) = Recorder::new(&[Some(grad)])? else { return Ok(out) };
     rec.save("indices", idx)?;
     let out_dims: Vec<i64> = grad.shape().iter().map(|&d| d as i64).collect();
@@ -182,19 +204,19 @@ fn avg_windows(x_shape: &[usize], p: &Pool2d, count_include_pad: bool, divisor_o
 /// The shared average-pooling step: forward (`adjoint` false, `t` is the input) or its adjoint
 /// (the gradient for an input of `x_shape`).
 fn avg_apply(t: &Tensor, x_shape: &[usize], out_hw: [usize; 2], win: &AvgWindows, adjoint: bool) -> crate::error::Result<Tensor> {
-    let (h, w) = hw(x_shape);
+    let backend = crate::device::backend_for(&[t])?;
     let tc = contiguous_raw(t)?;
     if adjoint {
-        let dx = Tensor::empty(x_shape, t.dtype())?;
-        crate::dispatch_float!(t.dtype(), T => kernel::avg_backward::<T>(read(&tc), h, w, win, fresh(&dx)), _ => unreachable!("float"));
+        let dx = Tensor::empty_on(x_shape, t.dtype(), t.device())?;
+        backend.avg_pool2d_backward(&dx, &tc, win)?;
         Ok(dx)
     } else {
         let mut s = x_shape.to_vec();
         let nd = s.len();
         s[nd - 2] = out_hw[0];
         s[nd - 1] = out_hw[1];
-        let out = Tensor::empty(&s, t.dtype())?;
-        crate::dispatch_float!(t.dtype(), T => kernel::avg_forward::<T>(read(&tc), h, w, win, fresh(&out)), _ => unreachable!("float"));
+        let out = Tensor::empty_on(&s, t.dtype(), t.device())?;
+        backend.avg_pool2d(&out, &tc, win)?;
         Ok(out)
     }
 }

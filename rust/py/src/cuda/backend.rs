@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -297,8 +297,8 @@ impl Backend for Cuda {
         let shape = dst.shape().to_vec();
         let src = self.resident(src)?;
         let t = ty(dst.dtype());
-        let g = Geometry::new(&shape, vec![own(dst), own(dst), bcast(&src, &shape)]);
         if dst.layout.has_internal_overlap() {
+            let g = Geometry::new(&shape, vec![own(dst), own(dst), bcast(&src, &shape)]);
             // Elements of dst that share memory must each receive every contribution: one
             // thread walks them all, in order (rare: a gradient accumulated into an expanded view).
             let mut p = Params::new();
@@ -312,7 +312,8 @@ impl Backend for Cuda {
             &format!("mg_binary<{t}, {t}, mg::Add>"),
             &format!("mg_binary_contig<{t}, {t}, mg::Add>"),
             &shape,
-            g.operands,
+            // unmerged operands: `elementwise` merges dims itself
+            vec![own(dst), own(dst), bcast(&src, &shape)],
             |p| {
                 p.f64(0.0);
             },
@@ -334,6 +335,61 @@ impl Backend for Cuda {
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         let (a, b) = (self.resident(a)?, self.resident(b)?);
         self.driver.matmul(dst.dtype().name(), operand(dst), operand(&a), operand(&b))
+    }
+
+    fn conv2d(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_impl(out, x, w, bias, g)
+    }
+
+    fn conv2d_input_grad(&self, dx: &Tensor, grad: &Tensor, w: &Tensor, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_input_grad_impl(dx, grad, w, g)
+    }
+
+    fn conv2d_weight_grad(&self, dw: &Tensor, x: &Tensor, grad: &Tensor, g: &ConvGeometry) -> Result<()> {
+        self.conv2d_weight_grad_impl(dw, x, grad, g)
+    }
+
+    fn max_pool2d(&self, out: &Tensor, indices: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        self.max_pool2d_impl(out, indices, x, g)
+    }
+
+    fn max_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, indices: &Tensor, g: &MaxGeometry) -> Result<()> {
+        self.max_pool2d_backward_impl(dx, grad, indices, g)
+    }
+
+    fn avg_pool2d(&self, out: &Tensor, x: &Tensor, win: &AvgWindows) -> Result<()> {
+        self.avg_pool2d_impl(out, x, win, false)
+    }
+
+    fn avg_pool2d_backward(&self, dx: &Tensor, grad: &Tensor, win: &AvgWindows) -> Result<()> {
+        self.avg_pool2d_impl(dx, grad, win, true)
+    }
+
+    fn pad2d(&self, out: &Tensor, x: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        self.pad2d_impl(out, x, rows, cols, false)
+    }
+
+    fn pad2d_backward(&self, dx: &Tensor, grad: &Tensor, rows: &[usize], cols: &[usize]) -> Result<()> {
+        self.pad2d_impl(dx, grad, rows, cols, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        x: &Tensor,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        self.batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    }
+
+    fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+        self.layer_norm_impl(x, normalized_shape, weight, bias, eps)
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {

@@ -62,6 +62,12 @@ impl Params {
         })
     }
 
+    /// A struct of `long long` fields by value (`MgConv`, `MgPool`), in declaration order.
+    pub fn i64s(&mut self, v: &[i64]) -> &mut Self {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        self.push_bytes(&bytes)
+    }
+
     /// `MgShape { int ndim; long long sizes[25]; }`.
     pub fn shape(&mut self, sizes: &[usize]) -> &mut Self {
         let mut b = vec![0u8; 8 + 8 * MAX_DIMS];

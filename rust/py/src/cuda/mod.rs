@@ -3,11 +3,13 @@
 //! `minigrad.cuda` registers it the first time a CUDA device is asked for.
 
 mod backend;
+mod conv;
 mod driver;
 mod gather;
 mod kernels;
 mod launch;
 mod memory;
+mod norm;
 mod reduce;
 
 use crate::errors::to_py;
