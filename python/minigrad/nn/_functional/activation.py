@@ -106,8 +106,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
-        noise = zeros((), dtype=input.dtype)
+        noise = zeros((), dtype=input.dtype, device=input.device)
     else:
-        # bernoulli(1 - p): keep where a uniform draw falls below 1 - p
-        noise = (rand(input.shape, dtype=input.dtype) < (1 - p)).to(input.dtype).div_(1 - p)
+        # bernoulli(1 - p): keep where a uniform draw falls below 1 - p (drawn on input's device)
+        noise = (rand(input.shape, dtype=input.dtype, device=input.device) < (1 - p)).to(input.dtype).div_(1 - p)
     return input.mul_(noise) if inplace else input * noise

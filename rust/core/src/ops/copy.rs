@@ -267,7 +267,8 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
+/// Finishes an in-place op whose old values get no gradient (fill_, zero_, the random fills).
+pub(crate) fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
     rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype(), ctx.grad().device())?)])))
 }
 

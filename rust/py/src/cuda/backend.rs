@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{Backend, BinaryMode, Bound, Device};
+use minigrad_core::device::{Backend, BinaryMode, Bound, Device, RandomDist};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -19,7 +19,7 @@ use minigrad_core::tensor::Tensor;
 use std::sync::Arc;
 
 pub struct Cuda {
-    index: u32,
+    pub(super) index: u32,
     pub(super) driver: Driver,
     functions: FunctionCache,
     counters: &'static Counters,
@@ -62,7 +62,7 @@ impl Cuda {
     /// An elementwise launch over `shape`: the strided kernel `strided`, or `contig` when every
     /// operand is dense in the same order. `tail` appends the parameters after the operands
     /// and `n` (the strided kernels take the iteration shape before `n`).
-    fn elementwise(
+    pub(super) fn elementwise(
         &self,
         strided: &str,
         contig: &str,
@@ -100,7 +100,7 @@ fn operand(t: &Tensor) -> (u64, Vec<usize>, Vec<isize>) {
     (t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64, t.shape().to_vec(), t.strides().to_vec())
 }
 
-fn own(t: &Tensor) -> Operand {
+pub(super) fn own(t: &Tensor) -> Operand {
     Operand::of(t, t.strides().to_vec())
 }
 
@@ -334,6 +334,10 @@ impl Backend for Cuda {
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         let (a, b) = (self.resident(a)?, self.resident(b)?);
         self.driver.matmul(dst.dtype().name(), operand(dst), operand(&a), operand(&b))
+    }
+
+    fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> Result<()> {
+        self.random(dst, dist)
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {
