@@ -7,7 +7,7 @@
 //! from the saved input with differentiable ops, so double backward is right (the second-order
 //! nodes are the composed ops' nodes, not torch's `NativeBatchNormBackwardBackward0`).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
@@ -206,7 +206,7 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), weight, bias])?;
+    crate::autograd::precheck(&[Some(x), weight, bias])?;
     let (out, save_mean, save_invstd) = batch_norm_raw(x, running_mean, running_var, weight, bias, training, momentum, eps)?;
     let Some(mut rec) = Recorder::new(&[Some(x), weight, bias])? else { return Ok(out) };
     rec.value("eps", eps);
@@ -332,7 +332,7 @@ pub fn layer_norm_raw(x: &Tensor, normalized_shape: &[usize], weight: Option<&Te
 /// Differentiable `layer_norm` (NativeLayerNormBackward0: saves input, weight, bias, mean
 /// and rstd).
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), weight, bias])?;
+    crate::autograd::precheck(&[Some(x), weight, bias])?;
     let (out, mean, rstd) = layer_norm_raw(x, normalized_shape, weight, bias, eps)?;
     let Some(mut rec) = Recorder::new(&[Some(x), weight, bias])? else { return Ok(out) };
     rec.value("normalized_shape", py_ints(normalized_shape));
