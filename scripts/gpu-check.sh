@@ -33,8 +33,8 @@ x = mg.arange(6.0, device="cuda").reshape(2, 3)
 print((x * 2 + 1).relu().sum(dim=1).tolist(), "first kernels (compile included): %.2f s" % (time.perf_counter() - t))
 PY
 
-step "CUDA tests (tests/test_cuda_backend*.py) against torch"
-timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend.py tests/test_cuda_backend_ops.py -q -p no:cacheprovider --maxfail=40 -rf \
+step "CUDA tests (tests/test_cuda_*.py that run on the device) against torch"
+timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend*.py tests/test_cuda_random.py -q -p no:cacheprovider --maxfail=40 -rf \
     --junitxml="$OUT/junit.xml" --durations=5 > "$OUT/pytest.txt" 2>&1
 echo "pytest rc=$?"
 grep -E '^(FAILED|ERROR)|^E  +[A-Z]|passed|failed|^[0-9.]+s ' "$OUT/pytest.txt" | cut -c1-300 | head -80

@@ -274,6 +274,30 @@ def test_a_slow_case_gets_fewer_rounds_within_its_budget():
     assert len(fast["a"]["samples_s"]) == 4  # never more than asked
 
 
+def test_a_case_timer_replaces_the_host_clock_and_its_bandwidth_the_hosts():
+    """The GPU suite's cases time with CUDA events and compare with the device's copy bandwidth:
+    a case's `timer` and `copy_gbps` reach every sample and the GB/s fraction."""
+    from minigrad.bench.runner import run_case
+    from minigrad.bench.suites._case import TimeCase
+
+    seen = []
+
+    def timer(fn, loops):
+        seen.append(loops)
+        for _ in range(loops):
+            fn()
+        return 0.001  # a fixed "device time" per call
+
+    case = TimeCase(name="t", build=lambda ctx: {"minigrad": lambda: None, "torch": lambda: None}, bytes=10**6,
+                    timer=timer, copy_gbps=4.0)
+    rec = run_case(None, "gpu", case, rounds=3, sample_s=0.01, copy_gbps=100.0)
+    assert seen and rec["copy_bandwidth_gbps"] == 4.0
+    for m in rec["metrics"].values():
+        assert m["median_s"] == 0.001 and m["gbps"] == pytest.approx(1.0)
+        assert m["fraction_of_copy_bandwidth"] == pytest.approx(0.25)
+    assert rec["ratios"]["minigrad/torch"] == 1.0
+
+
 def test_an_output_in_a_missing_folder_is_refused_before_running(capsys, tmp_path):
     assert bench("overhead", "--json", str(tmp_path / "nope" / "r.json")) == 2
     assert "--json: the folder of" in capsys.readouterr().err

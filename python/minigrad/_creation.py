@@ -420,10 +420,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 
 def _random_like(name, input, dtype, device, kind):
-    # drawn on the CPU from the one generator (the GPU draws the same numbers), then moved
-    target = input.device if device is None else check_device(device)
-    host = _like(name, input, dtype, "cpu")
-    return _place(_C.random_(host, kind, 0.0, 1.0, True), target)
+    # drawn where the tensor lives, by that device's generator (docs/gpu.md, "Random numbers")
+    return _C.random_(_like(name, input, dtype, device), kind, 0.0, 1.0, True)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -501,14 +499,23 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 # ----- random -----
 
+def _random(host_factory, kind, shape, dtype, device):
+    """rand/randn: drawn on the CPU by the core's generator, or on a GPU by its own (a
+    counter-based generator: the numbers differ, the distribution does not)."""
+    target = check_device(device)
+    if target is None or target.type == "cpu":
+        return host_factory(*shape, dtype=dtype)
+    return _C.random_(_on_device(_C.empty, target, shape, dtype), kind, 0.0, 1.0, True)
+
+
 def rand(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _factory_size("rand", args, size, dtype, device)
-    return _grad(_place(_C.rand(*shape, dtype=dtype), check_device(device)), requires_grad)
+    return _grad(_random(_C.rand, "uniform", shape, dtype, device), requires_grad)
 
 
 def randn(*args, size=None, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _factory_size("randn", args, size, dtype, device)
-    return _grad(_place(_C.randn(*shape, dtype=dtype), check_device(device)), requires_grad)
+    return _grad(_random(_C.randn, "normal", shape, dtype, device), requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=None, requires_grad=False):
@@ -526,6 +533,8 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, generator=N
 
 
 def manual_seed(seed):
-    """Seeds minigrad's generator (reproducible runs; not torch's random stream)."""
+    """Seeds minigrad's generators, the CPU's and every GPU's, as torch.manual_seed does
+    (reproducible runs; not torch's random streams)."""
     _C.manual_seed(int(seed))
+    _C._cuda_manual_seed_all(int(seed))
 

@@ -28,7 +28,7 @@ def parse_args(argv):
     p.add_argument("--arch", default="compute_80", help="virtual architecture for --check (default: compute_80)")
     p.add_argument("--jobs", type=int, default=None, help="parallel compile processes (default: CPU count)")
     p.add_argument("--source", action="append", default=None, metavar="NAME",
-                   help="only this source (unary, binary, copy, reduce, softmax, gather, index); may be repeated")
+                   help="only this source (a name `minigrad kernels` lists); may be repeated")
     p.add_argument("--nvrtc", default=None, metavar="PATH",
                    help="load this libnvrtc.so before CuPy looks for one (to check against a given CUDA version)")
     return p.parse_args(argv)

@@ -39,8 +39,10 @@ def run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s=None):
         record["metrics"] = {lib: fn() for lib, fn in fns.items()}
         record["ratios"] = _ratios(record["metrics"], "peak_bytes")
         return record
-    metrics = compare(fns, rounds=rounds, sample_s=sample_s, budget_s=budget_s)
+    metrics = compare(fns, rounds=rounds, sample_s=sample_s, budget_s=budget_s, timer=case.timer)
     record["bytes_per_call"], record["flops_per_call"] = case.bytes, case.flops
+    if case.copy_gbps:
+        copy_gbps = record["copy_bandwidth_gbps"] = case.copy_gbps
     for m in metrics.values():
         if case.bytes:
             m["gbps"] = case.bytes / m["median_s"] / 1e9

@@ -14,11 +14,11 @@ def _time_calls(fn, loops):
     return (time.perf_counter() - t0) / loops
 
 
-def calibrate(fn, target_s):
+def calibrate(fn, target_s, timer=_time_calls):
     """Inner-loop count so that one sample lasts about `target_s` (at least one call)."""
     loops = 1
     while True:
-        per_call = _time_calls(fn, loops)
+        per_call = timer(fn, loops)
         if per_call * loops >= target_s / 4 or loops >= 1 << 20:
             break
         loops *= 4
@@ -36,19 +36,21 @@ def summarize(samples):
     return {"median_s": statistics.median(s), "p25_s": p25, "p75_s": p75, "min_s": s[0], "max_s": s[-1]}
 
 
-def compare(fns, rounds, sample_s, warmup=2, budget_s=None):
+def compare(fns, rounds, sample_s, warmup=2, budget_s=None, timer=None):
     """Times each callable in `fns` ({lib: fn}) interleaved; returns {lib: summary + samples}.
+    `timer(fn, loops)` gives seconds per call (default: the host clock around the loop).
 
     With `budget_s`, a case whose slowest library needs more than that for all its rounds gets
     fewer rounds (never under 3), so one very slow op cannot hold up a quick run."""
+    timer = timer or _time_calls
     libs = list(fns)
     for lib in libs:
         for _ in range(warmup):
             fns[lib]()
     loops, per_call = {}, {}
     for lib in libs:
-        loops[lib] = calibrate(fns[lib], sample_s)
-        per_call[lib] = _time_calls(fns[lib], 1)
+        loops[lib] = calibrate(fns[lib], sample_s, timer)
+        per_call[lib] = timer(fns[lib], 1)
     if budget_s is not None:
         slowest = max(loops[lib] * per_call[lib] for lib in libs)
         rounds = max(min(rounds, 3), min(rounds, int(budget_s / max(slowest, 1e-9))))
@@ -56,7 +58,7 @@ def compare(fns, rounds, sample_s, warmup=2, budget_s=None):
     for r in range(rounds):
         order = libs[r % len(libs):] + libs[:r % len(libs)]
         for lib in order:
-            samples[lib].append(_time_calls(fns[lib], loops[lib]))
+            samples[lib].append(timer(fns[lib], loops[lib]))
     out = {}
     for lib in libs:
         out[lib] = summarize(samples[lib])

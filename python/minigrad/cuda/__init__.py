@@ -6,12 +6,14 @@ one is missing, `is_available()` is False and anything that needs the GPU raises
 that names the missing piece (`why_unavailable()` gives the same sentence). See docs/gpu.md.
 """
 
+from .. import _C
 from .._cuda_probe import driver as _driver, probe as _probe, require as _require
 from .._errors import OutOfMemoryError
 
 __all__ = [
     "is_available", "why_unavailable", "device_count", "current_device", "synchronize",
-    "get_device_name", "manual_seed", "manual_seed_all", "initial_seed", "OutOfMemoryError",
+    "get_device_name", "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state",
+    "set_rng_state", "OutOfMemoryError",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "empty_cache",
 ]
 
@@ -82,18 +84,36 @@ def empty_cache():
             pass
 
 
-_seed = [None]
-
-
 def manual_seed(seed):
-    """Seeds the GPU generator; as torch's, it may be called without a GPU (it is kept for later)."""
-    _seed[0] = int(seed)
+    """Seeds the current GPU's generator (a counter-based Philox stream; docs/gpu.md). As
+    torch's, it may be called before any GPU is used, or on a machine without one."""
+    _C._cuda_manual_seed(0, int(seed))
 
 
 def manual_seed_all(seed):
-    manual_seed(seed)
+    """Seeds every GPU's generator (`minigrad.manual_seed` does this too)."""
+    _C._cuda_manual_seed_all(int(seed))
+
+
+def seed():
+    """Seeds the current GPU's generator from the operating system's entropy."""
+    import os
+
+    manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 
 
 def initial_seed():
+    """The seed of the current GPU's generator."""
     _require()
-    return _seed[0]
+    return _C._cuda_rng_state(0)[0]
+
+
+def get_rng_state(device="cuda"):
+    """The generator's state, `(seed, offset)`: the offset counts the numbers drawn so far (torch
+    returns the same two numbers packed in a uint8 tensor)."""
+    return _C._cuda_rng_state(_index(device))
+
+
+def set_rng_state(new_state, device="cuda"):
+    seed, offset = new_state
+    _C._cuda_set_rng_state(_index(device), int(seed), int(offset))

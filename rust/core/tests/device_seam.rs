@@ -7,7 +7,7 @@
 //! A second stand-in (`cuda:1`) implements only the required methods: the optional families
 //! (reductions, softmax, matmul) give torch's NotImplementedError there, never a panic.
 
-use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device, ScatterOp, Walk};
+use minigrad_core::device::{self, Backend, BinaryMode, Bound, Device, RandomDist, ScatterOp, Walk};
 use minigrad_core::ops::binary::BinaryOp;
 use minigrad_core::ops::reduce::{self, Reduction};
 use minigrad_core::ops::linalg;
@@ -95,6 +95,10 @@ impl Backend for StandIn {
     }
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> minigrad_core::Result<()> {
         log(format!("matmul {:?} = {:?}{:?} @ {:?}{:?}", dst.shape(), a.shape(), a.strides(), b.shape(), b.strides()));
+        Ok(())
+    }
+    fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> minigrad_core::Result<()> {
+        log(format!("random_fill {:?}{:?} {:?}", dst.shape(), dst.strides(), dist));
         Ok(())
     }
     fn transfer(&self, host: &Tensor, dev: &Tensor, to_host: bool) -> minigrad_core::Result<()> {
@@ -478,4 +482,19 @@ fn a_backend_without_gathers_says_not_implemented() {
     assert!(msg(gather::scatter_add_raw(&x, 0, &idx, &x, false)).starts_with("Could not run 'aten::scatter'"));
     let r = advanced::index_raw(&x, &[Some(Tensor::from_vec(vec![0i64], &[1]).unwrap())]);
     assert!(msg(r).starts_with("Could not run 'aten::index.Tensor'"));
+#[test]
+fn random_fills_route_with_the_view_they_write() {
+    let x = cuda(&[2, 3]);
+    let t = minigrad_core::ops::views::transpose(&x, 0, 1).unwrap();
+    let calls = calls_of(|| {
+        minigrad_core::ops::creation::random_(&t, RandomDist::Normal { mean: 1.0, std: 2.0 }).unwrap();
+        minigrad_core::ops::creation::random_(&x, RandomDist::Uniform { from: -1.0, to: 1.0 }).unwrap();
+    });
+    assert_eq!(calls, ["random_fill [3, 2][1, 3] Normal { mean: 1.0, std: 2.0 }", "random_fill [2, 3][3, 1] Uniform { from: -1.0, to: 1.0 }"]);
+    assert_eq!(x.version.get(), 2);
+    let bare = Tensor::empty_on(&[2], DType::Float32, Device::Cuda(1)).unwrap();
+    match minigrad_core::ops::creation::random_(&bare, RandomDist::Uniform { from: 0.0, to: 1.0 }) {
+        Err(minigrad_core::Error::NotImplemented(m)) => assert!(m.starts_with("Could not run 'aten::uniform_'"), "{}", m),
+        other => panic!("expected NotImplemented, got {:?}", other.is_ok()),
+    }
 }

@@ -3,6 +3,7 @@
 use crate::convert::{shape_from_args, tensor_of, to_dtype, to_scalar, wrap};
 use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
+use minigrad_core::device::RandomDist;
 use minigrad_core::ops::creation;
 use minigrad_core::{DType, Scalar, Tensor};
 use pyo3::prelude::*;
@@ -155,25 +156,20 @@ pub fn random_(py: Python<'_>, x: &Bound<'_, TensorBase>, kind: &str, a: f64, b:
     if !t.dtype().is_floating() && !(kind == "normal" && t.numel() == 0) {
         return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
             "\"{}\" not implemented for '{}'",
-            if kind == "uniform" { "check_uniform_bounds" } else { "normal_kernel_cpu" },
+            match (kind, t.device().is_cpu()) {
+                ("uniform", _) => "check_uniform_bounds",
+                (_, true) => "normal_kernel_cpu",
+                _ => "normal_kernel_cuda",
+            },
             t.dtype().scalar_type_name()
         )));
     }
-    let uniform = kind == "uniform";
+    let dist = if kind == "uniform" { RandomDist::Uniform { from: a, to: b } } else { RandomDist::Normal { mean: a, std: b } };
     run(py, t.numel(), move || {
-        // the values are drawn inside the write, after its checks: a refused write draws nothing
-        let fill = |t: &Tensor| -> minigrad_core::Result<()> {
-            if t.numel() == 0 {
-                return Ok(());
-            }
-            let src = if uniform { creation::uniform_tensor(t.shape(), a, b, t.dtype())? } else { creation::normal_tensor(t.shape(), a, b, t.dtype())? };
-            minigrad_core::ops::copy::copy_kernel(t, &src)?;
-            Ok(())
-        };
         if fresh {
-            return fill(&t);
+            return minigrad_core::device::backend_for(&[&t])?.random_fill(&t, dist);
         }
-        minigrad_core::ops::write::write(&t, &[], |_| fill(&t))
+        creation::random_(&t, dist)
     })?;
     Ok(x.clone().into_any().unbind())
 }

@@ -18,6 +18,11 @@ class TimeCase:
     bytes: Optional[int] = None
     flops: Optional[int] = None
     kind: str = "time"
+    # `timer(fn, loops)` -> seconds per call; None: the host clock around the calls. The GPU
+    # suite times with CUDA events instead (the device's own clock, no sync between calls).
+    timer: Optional[Callable] = None
+    # The copy bandwidth GB/s figures are compared with, where it is not the host's (a GPU's).
+    copy_gbps: Optional[float] = None
 
 
 @dataclass

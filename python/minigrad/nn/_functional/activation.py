@@ -127,11 +127,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
-        noise = zeros((), dtype=input.dtype)
+        noise = zeros((), dtype=input.dtype, device=input.device)
     elif not input.dtype.is_floating_point:
         # torch's bernoulli mask is a float tensor written into the input's dtype
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_SCALAR_NAMES[str(input.dtype).split('.')[-1]]}")
     else:
-        # bernoulli(1 - p): keep where a uniform draw falls below 1 - p
-        noise = (rand(input.shape, dtype=input.dtype) < (1 - p)).to(input.dtype).div_(1 - p)
+        # bernoulli(1 - p): keep where a uniform draw falls below 1 - p (drawn on input's device)
+        noise = (rand(input.shape, dtype=input.dtype, device=input.device) < (1 - p)).to(input.dtype).div_(1 - p)
     return input.mul_(noise) if inplace else input * noise

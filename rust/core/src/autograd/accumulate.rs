@@ -4,9 +4,7 @@
 use super::mode;
 use super::node::{Backward, InputMeta, Node};
 use crate::error::Result;
-use crate::ops::binary::{self, BinaryOp};
-use crate::ops::iter_layout::is_non_overlapping_and_dense;
-use crate::ops::{copy, Arg};
+use crate::ops::for_autograd::{self as ops, is_non_overlapping_and_dense};
 use crate::tensor::Tensor;
 use std::any::Any;
 use std::sync::Arc;
@@ -68,8 +66,8 @@ pub fn accumulate(variable: &Tensor, g: Tensor) -> Result<()> {
             let g = if !create_graph && can_steal(&g, variable) { g.fresh_handle() } else { clone_like(&g, variable)? };
             variable.set_grad(Some(g));
         }
-        Some(old) if !create_graph => binary::binary_(BinaryOp::Add, &old, &Arg::Tensor(g), None)?,
-        Some(old) => variable.set_grad(Some(binary::binary(BinaryOp::Add, &Arg::Tensor(old), &Arg::Tensor(g), None)?)),
+        Some(old) if !create_graph => ops::add_(&old, &g)?,
+        Some(old) => variable.set_grad(Some(ops::add(&old, &g)?)),
     }
     Ok(())
 }
@@ -80,7 +78,7 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
         && g.layout.offset == 0
         && g.numel() == g.storage.len()
         && g.dtype() == variable.dtype()
-        && g.strides() == copy::preserved_layout(variable).strides.as_slice()
+        && g.strides() == ops::preserved_layout(variable).strides.as_slice()
 }
 
 /// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense. torch
@@ -88,16 +86,16 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
 /// starts at version 1; the other branch is a plain `clone()` (version 0).
 fn clone_like(g: &Tensor, variable: &Tensor) -> crate::error::Result<Tensor> {
     let dense = is_non_overlapping_and_dense(&variable.layout);
-    let layout = if dense { copy::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
-    let out = copy::empty_with_layout(&layout, variable.dtype(), variable.device())?;
+    let layout = if dense { ops::preserved_layout(variable) } else { crate::layout::Layout::contiguous(variable.shape()) };
+    let out = ops::empty_with_layout(&layout, variable.dtype(), variable.device())?;
     if dense {
         // torch's copy_: through the one write path, which bumps the version
-        crate::ops::write::write(&out, &[g], |reads| {
-            copy::copy_kernel(&out, &reads[0].0)?;
+        crate::ops::for_autograd::write(&out, &[g], |reads| {
+            ops::copy_kernel(&out, &reads[0].0)?;
             Ok(())
         })?;
     } else {
-        copy::copy_kernel(&out, g)?;
+        ops::copy_kernel(&out, g)?;
     }
     Ok(out)
 }

@@ -11,8 +11,7 @@ use super::accumulate;
 use super::mode::{self, GradModeGuard};
 use super::node::{Edge, Node};
 use crate::error::{Error, Result};
-use crate::ops::binary::{self, BinaryOp};
-use crate::ops::Arg;
+use crate::ops::for_autograd as ops;
 use crate::tensor::Tensor;
 use std::cell::Cell;
 use std::collections::{BinaryHeap, HashMap};
@@ -218,7 +217,7 @@ fn add_to_buffer(buffers: &mut HashMap<Key, Vec<Option<Tensor>>>, n: &Arc<Node>,
     }
     buf[input_nr] = Some(match buf[input_nr].take() {
         None => g,
-        Some(old) => binary::binary(BinaryOp::Add, &Arg::Tensor(old), &Arg::Tensor(g), None)?,
+        Some(old) => ops::add(&old, &g)?,
     });
     Ok(())
 }
@@ -238,8 +237,8 @@ fn call_tensor_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<
         let (Some(meta), Some(Some(g))) = (meta.upgrade(), grads.get(nr)) else { continue };
         let mut m = meta.lock();
         let new = match m.grad.take() {
-            None => crate::ops::copy::clone_raw(g)?,
-            Some(old) => binary::binary_raw(BinaryOp::Add, &Arg::Tensor(old), &Arg::Tensor(g.clone()), None)?,
+            None => crate::ops::for_autograd::clone_raw(g)?,
+            Some(old) => ops::add_raw(&old, g)?,
         };
         m.grad = Some(new);
     }
@@ -285,7 +284,7 @@ fn call_node(node: &Arc<Node>, mut grads: Vec<Option<Tensor>>, keep_graph: bool)
     if mode::is_anomaly_enabled() && mode::is_anomaly_check_nan_enabled() {
         for (i, g) in outputs.iter().enumerate() {
             if let Some(g) = g {
-                if g.dtype().is_floating() && crate::ops::reduce::has_nan(g)? {
+                if g.dtype().is_floating() && crate::ops::for_autograd::has_nan(g)? {
                     return Err(Error::Runtime(format!("Function '{}' returned nan values in its {}th output.", node.name, i)));
                 }
             }
@@ -318,7 +317,7 @@ fn validate_outputs(node: &Node, mut outs: Vec<Option<Tensor>>) -> Result<Vec<Op
         let mut t = t.clone();
         if t.shape() != meta.shape.as_slice() {
             if crate::shape::broadcast_shapes(&meta.shape, t.shape()).ok().as_deref() == Some(t.shape()) {
-                t = super::formulas::sum_to(&t, &meta.shape)?;
+                t = crate::ops::for_autograd::sum_to(&t, &meta.shape)?;
             } else {
                 return Err(Error::Runtime(format!(
                     "Function {} returned an invalid gradient at index {} - got {} but expected shape compatible with {}",
@@ -330,7 +329,7 @@ fn validate_outputs(node: &Node, mut outs: Vec<Option<Tensor>>) -> Result<Vec<Op
             }
         }
         if t.dtype() != meta.dtype {
-            t = crate::ops::copy::to_dtype(&t, meta.dtype)?;
+            t = crate::ops::for_autograd::to_dtype(&t, meta.dtype)?;
         }
         check_differentiable(&t)?;
         *g = Some(t);

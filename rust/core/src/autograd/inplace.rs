@@ -142,7 +142,7 @@ fn relative_layout(view: &Layout, base: &Layout, buffer: &Layout) -> Layout {
 fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
     let off = base.layout.offset as isize;
     let (lo, hi) = base.layout.extent().unwrap_or((off, off + 1));
-    let buf = crate::ops::copy::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype(), base.device())?;
+    let buf = crate::ops::for_autograd::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype(), base.device())?;
     let layout = Layout { shape: base.shape().to_vec(), strides: base.strides().to_vec(), offset: (off - lo) as usize };
     Ok(Tensor { layout, ..buf })
 }
@@ -157,7 +157,7 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
         let buf = zeros_like_layout(&base_t)?;
         let region = Tensor { layout: relative_layout(&view_layout, &base_t.layout, &buf.layout), ..buf.fresh_handle() };
         crate::device::backend_for(&[&region, ctx.grad()])?.add_into(&region, ctx.grad())?;
-        Ok(vec![Some(crate::ops::copy::contiguous_raw(&buf)?)])
+        Ok(vec![Some(crate::ops::for_autograd::contiguous_raw(&buf)?)])
     });
     let inputs = vec![InputMeta { shape: base.shape().to_vec(), dtype: base.dtype() }];
     let body = FnBackward { saved: Vec::new(), values: Vec::new(), formula };
@@ -188,18 +188,18 @@ impl Backward for CopySlices {
         let func = self.func.clone().ok_or_else(|| Error::Runtime(super::saved::FREED.into()))?;
         let Some(grad) = grads.into_iter().next().flatten() else { return Ok(vec![None; func.next.len()]) };
         let result = zeros_like_layout(&self.base)?;
-        crate::ops::copy::copy_(&result, &grad)?;
+        crate::ops::for_autograd::copy_(&result, &grad)?;
         // The region under the view, as a real (differentiable) view of `result`, so that under
         // create_graph the double-backward graph sees every step.
         let rel = relative_layout(&self.view, &self.base.layout, &result.layout);
         let size: Vec<i64> = rel.shape.iter().map(|&d| d as i64).collect();
         let stride: Vec<i64> = rel.strides.iter().map(|&d| d as i64).collect();
-        let slice = crate::ops::views::as_strided(&result, &size, &stride, Some(rel.offset as i64))?;
-        let slice_grad = crate::ops::copy::clone(&slice)?;
+        let slice = crate::ops::for_autograd::as_strided(&result, &size, &stride, Some(rel.offset as i64))?;
+        let slice_grad = crate::ops::for_autograd::clone(&slice)?;
         let res = func.apply(vec![Some(slice_grad)])?;
         match &res.first().cloned().flatten() {
-            Some(g0) => crate::ops::copy::copy_(&slice, g0)?,
-            None => crate::ops::copy::fill_(&slice, crate::Scalar::Float(0.0))?,
+            Some(g0) => crate::ops::for_autograd::copy_(&slice, g0)?,
+            None => crate::ops::for_autograd::fill_(&slice, crate::Scalar::Float(0.0))?,
         }
         let mut out = vec![Some(result)];
         out.extend(res.into_iter().skip(1));

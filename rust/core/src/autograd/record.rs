@@ -252,11 +252,11 @@ pub fn record_view(
     let device = input.device();
     let n = outputs.len();
     let formula: Formula = Box::new(move |ctx| {
-        let grad_input = crate::ops::copy::zeros_raw(&shape, dtype, device)?;
+        let grad_input = crate::ops::for_autograd::zeros_raw(&shape, dtype, device)?;
         let parts = view_fn(&grad_input)?;
         for (i, part) in parts.iter().enumerate().take(n) {
             if let Some(g) = &ctx.grads[i] {
-                crate::ops::copy::copy_(part, g)?;
+                crate::ops::for_autograd::copy_(part, g)?;
             }
         }
         Ok(vec![Some(grad_input)])

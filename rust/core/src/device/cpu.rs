@@ -1,7 +1,7 @@
 //! The CPU backend: each method calls the CPU kernel that lives beside its op (`ops::unary`,
 //! `ops::binary`, `ops::copy`) or in the kernels crate. Memory comes from the caching allocator.
 
-use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, ScatterOp, Walk};
+use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
@@ -73,6 +73,10 @@ impl Backend for Cpu {
 
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         crate::ops::linalg::matmul_cpu_kernel(dst, a, b)
+    }
+
+    fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> Result<()> {
+        crate::ops::creation::random_fill_cpu(dst, dist)
     }
 
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {

@@ -40,6 +40,13 @@ pub enum BinaryMode {
     InPlaceSelf,
 }
 
+/// The distribution of a random fill (`Backend::random_fill`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RandomDist {
+    Uniform { from: f64, to: f64 },
+    Normal { mean: f64, std: f64 },
+}
+
 /// One device's memory and kernels. Every method writes only `dst` (a fresh output, or a tensor
 /// the caller has passed through `ops::write`), reads only its sources, and returns an error
 /// (never panics) when the device refuses.
@@ -157,6 +164,22 @@ pub trait Backend: Send + Sync {
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         let _ = (dst, a, b);
         Err(not_implemented(self.device(), "mm"))
+    }
+
+    /// Fills `dst` (this device, ANY layout except overlapping: the write path has checked it;
+    /// a float dtype; possibly empty) with independent draws from `dist`, in the row-major order
+    /// of `dst`'s shape, from this device's own generator, which it advances. Uniform draws lie
+    /// in `[from, to)` (a value that would round up to `to` is not drawn); normal draws have
+    /// the given mean and standard deviation. The CPU backend draws from the core's generator
+    /// (`manual_seed`); a GPU backend from a counter-based one seeded the same way.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> Result<()> {
+        let _ = dst;
+        Err(not_implemented(self.device(), match dist {
+            RandomDist::Uniform { .. } => "uniform_",
+            RandomDist::Normal { .. } => "normal_",
+        }))
     }
 
     /// Copies a contiguous tensor on this device into contiguous host memory of the same dtype,

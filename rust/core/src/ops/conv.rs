@@ -284,7 +284,7 @@ fn weight_grad(x: &Tensor, grad: &Tensor, w_shape: &[usize], p: Conv2dParams) ->
 /// as torch does (SqueezeBackward1 on top).
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d(x: &Tensor, w: &Tensor, b: Option<&Tensor>, stride: &[i64], padding: &Padding, dilation: &[i64], groups: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), Some(w), b])?;
+    crate::autograd::precheck(&[Some(x), Some(w), b])?;
     if x.ndim() != 3 && x.ndim() != 4 {
         return Err(Error::Runtime(format!("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {}", list(x.shape()))));
     }

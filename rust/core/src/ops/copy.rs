@@ -124,7 +124,7 @@ fn allocate_layout(layout: &Layout, dtype: DType, device: Device) -> Result<Tens
     let len = layout.extent().map(|(_, hi)| hi as usize).unwrap_or(0);
     let nbytes = crate::shape::storage_nbytes_contiguous(&[len], dtype.size())?;
     let storage = crate::device::backend(device)?.allocate(nbytes, dtype, false)?;
-    Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::meta::AutogradMeta::new_ref(), stale_size0: false })
+    Ok(Tensor { storage, layout: Layout { offset: 0, ..layout.clone() }, version: VersionCounter::new(), meta: crate::autograd::AutogradMeta::new_ref(), stale_size0: false })
 }
 
 /// `clone()`: new memory, fresh version counter, torch's preserve_format strides.
@@ -247,7 +247,7 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     let rec = if dst.dtype().is_floating() {
         crate::autograd::Recorder::inplace(dst, &[Some(src)])?
     } else {
-        crate::autograd::inplace::check_inplace(dst, false)?;
+        crate::autograd::check_inplace(dst, false)?;
         None
     };
     copy_inplace_raw(dst, src)?;
@@ -257,7 +257,7 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
             let g = ctx.grad();
             let gs = if ctx.needs(1) {
                 let c = if g.dtype() == dtype { g.clone() } else { to_dtype(g, dtype)? };
-                Some(crate::autograd::formulas::sum_to(&c, &shape)?)
+                Some(crate::ops::formulas::sum_to(&c, &shape)?)
             } else {
                 None
             };
@@ -267,7 +267,8 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
+/// Finishes an in-place op whose old values get no gradient (fill_, zero_, the random fills).
+pub(crate) fn zero_grad_node(name: &'static str, dst: &Tensor, rec: crate::autograd::Recorder) -> Result<()> {
     rec.finish_inplace(name, dst, Box::new(|ctx| Ok(vec![Some(zeros_raw(ctx.grad().shape(), ctx.grad().dtype(), ctx.grad().device())?)])))
 }
 

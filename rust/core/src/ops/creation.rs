@@ -93,8 +93,7 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
     with_rng(|r| crate::dispatch!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high)))))
 }
 
-/// Fills an existing tensor's elements in place with uniform [from, to) values (kernel level;
-/// `uniform_`/`normal_` call it inside the write path).
+/// The largest float32 below `x`.
 fn next_down_f32(x: f32) -> f32 {
     if x > 0.0 {
         f32::from_bits(x.to_bits() - 1)
@@ -130,6 +129,37 @@ pub fn normal_tensor(shape: &[usize], mean: f64, std: f64, dtype: DType) -> Resu
             T::from_f64(mean + std * v)
         }), _ => require_float(dtype, "normal_kernel_cpu").map(|_| unreachable!()))
     })
+}
+
+/// The CPU backend's `random_fill`: the values drawn (in `dst`'s row-major order) as a fresh
+/// tensor, then copied in. `uniform_`/`normal_` call it inside the write path.
+pub fn random_fill_cpu(dst: &Tensor, dist: crate::device::RandomDist) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
+    let src = match dist {
+        crate::device::RandomDist::Uniform { from, to } => uniform_tensor(dst.shape(), from, to, dst.dtype())?,
+        crate::device::RandomDist::Normal { mean, std } => normal_tensor(dst.shape(), mean, std, dst.dtype())?,
+    };
+    crate::ops::copy::copy_kernel(dst, &src)?;
+    Ok(())
+}
+
+/// Differentiable in-place `uniform_`/`normal_` through the write path: the values are drawn
+/// inside the write, after its checks (a refused write draws nothing), by `dst`'s device; the
+/// old values get no gradient (UniformBackward0 / NormalBackward0, as torch records).
+pub fn random_(dst: &Tensor, dist: crate::device::RandomDist) -> Result<()> {
+    let (op, node) = match dist {
+        crate::device::RandomDist::Uniform { .. } => ("uniform_", "UniformBackward0"),
+        crate::device::RandomDist::Normal { .. } => ("normal_", "NormalBackward0"),
+    };
+    let _blame = crate::autograd::blame::op(op);
+    let rec = crate::autograd::Recorder::inplace(dst, &[])?;
+    crate::ops::write::write(dst, &[], |_| crate::device::backend_for(&[dst])?.random_fill(dst, dist))?;
+    match rec {
+        Some(rec) => crate::ops::copy::zero_grad_node(node, dst, rec),
+        None => Ok(()),
+    }
 }
 
 /// torch.arange (`arange_out`, `compute_arange_size` and the CPU kernel): the bounds are checked

@@ -250,7 +250,18 @@ const PAD: CudaSource = CudaSource {
 };
 
 /// Every kernel source, in a fixed order.
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD];
+const RANDOM: CudaSource = CudaSource {
+    name: "random",
+    path: "rust/core/src/ops/random.cu",
+    source: include_str!("random.cu"),
+    families: &[Family {
+        kernels: &["mg_random<{T}, mg::{op}>", "mg_random_contig<{T}, mg::{op}>"],
+        types: F,
+        ops: &["Uniform", "Normal"],
+    }],
+};
+
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM];
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@
 //! With three or more operands torch contracts left to right as well unless the opt_einsum
 //! package is installed (it is not part of torch's requirements); see docs/divergences.md.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::error::{Error, Result};
 use crate::ops::linalg::bmm;
 use crate::ops::reduce::sum;

@@ -1,7 +1,7 @@
 //! `embedding` (EmbeddingBackward0): rows of a weight matrix picked by integer indices, and
 //! `embedding_renorm_`, the in-place row rescaling that `max_norm=` asks for.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -61,7 +61,7 @@ pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: i64, scale_grad
     if sparse && weight.requires_grad() {
         return Err(Error::NotImplemented("embedding(sparse=True): minigrad has no sparse tensors; use sparse=False".into()));
     }
-    crate::autograd::record::precheck(&[Some(weight)])?;
+    crate::autograd::precheck(&[Some(weight)])?;
     let out = embedding_raw(weight, indices)?;
     let Some(mut rec) = Recorder::new(&[Some(weight)])? else { return Ok(out) };
     rec.value("padding_idx", padding_idx);

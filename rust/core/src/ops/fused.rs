@@ -7,7 +7,7 @@
 //! Types: addcmul/addcdiv promote their three tensors (torch's ternary TensorIterator), with
 //! `value` taken in that type; lerp wants one floating dtype for all its tensors.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{check_castable, result_type, DType, Operand, Scalar};
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ pub fn addc_inplace_raw(op: Addc, x: &Tensor, t1: &Tensor, t2: &Tensor, value: S
 /// The gradients of addcmul/addcdiv (derivatives.yaml): self gets `grad`; for addcmul
 /// `t1: grad * t2 * value`, `t2: grad * t1 * value`; for addcdiv `t1: grad * (value / t2)`,
 /// `t2: -grad * (value * t1 / (t2 * t2))`.
-fn addc_formula(op: Addc, value: f64) -> crate::autograd::node::Formula {
+fn addc_formula(op: Addc, value: f64) -> crate::autograd::Formula {
     Box::new(move |ctx| {
         let g = ctx.grad();
         let mut saved = ctx.saved.iter();
@@ -160,7 +160,7 @@ fn addc_save(op: Addc, rec: &mut Recorder, t1: &Tensor, t2: &Tensor, value: Scal
 
 /// Differentiable `addcmul` / `addcdiv`.
 pub fn addc(op: Addc, x: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), Some(t1), Some(t2)])?;
+    crate::autograd::precheck(&[Some(x), Some(t1), Some(t2)])?;
     let out = addc_raw(op, x, t1, t2, value)?;
     let Some(mut rec) = Recorder::new(&[Some(x), Some(t1), Some(t2)])? else { return Ok(out) };
     addc_save(op, &mut rec, t1, t2, value)?;
@@ -297,7 +297,7 @@ fn lerp_node(weight: &Arg) -> &'static str {
 
 /// lerp's gradients: `self: grad * (1 - weight)`, `end: grad * weight`,
 /// `weight: grad * (end - self)`.
-fn lerp_formula(weight: &Arg) -> crate::autograd::node::Formula {
+fn lerp_formula(weight: &Arg) -> crate::autograd::Formula {
     let number = match weight {
         Arg::Scalar(w) => Some(w.to_f64()),
         Arg::Tensor(_) => None,
@@ -332,7 +332,7 @@ fn lerp_formula(weight: &Arg) -> crate::autograd::node::Formula {
 pub fn lerp(x: &Tensor, end: &Tensor, weight: &Arg) -> Result<Tensor> {
     let inputs = [Some(x), Some(end), weight.tensor()];
     let inputs = if weight.tensor().is_some() { &inputs[..] } else { &inputs[..2] };
-    crate::autograd::record::precheck(inputs)?;
+    crate::autograd::precheck(inputs)?;
     let out = lerp_raw(x, end, weight)?;
     let Some(mut rec) = Recorder::new(inputs)? else { return Ok(out) };
     lerp_save(&mut rec, x, end, weight)?;

@@ -232,7 +232,7 @@ fn cast_back(g: Tensor, dtype: DType) -> Result<Tensor> {
 /// Differentiable `cat` (CatBackward0): each input gets its slice of the gradient (legacy
 /// empty `[0]` inputs get an empty gradient), cast back to its dtype.
 pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
+    crate::autograd::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
     let out = cat_raw(ts, dim)?;
     let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
     let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };
@@ -260,7 +260,7 @@ pub fn cat(ts: &[Tensor], dim: i64) -> Result<Tensor> {
 
 /// Differentiable `stack` (StackBackward0): input i gets `grad.select(dim, i)`, cast back.
 pub fn stack(ts: &[Tensor], dim: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
+    crate::autograd::precheck(&ts.iter().map(Some).collect::<Vec<_>>())?;
     let out = stack_raw(ts, dim)?;
     let inputs: Vec<Option<&Tensor>> = ts.iter().map(Some).collect();
     let Some(mut rec) = Recorder::new(&inputs)? else { return Ok(out) };
@@ -307,7 +307,7 @@ mod grad_tests {
         let a = leaf(vec![1., 2.], &[2]);
         let e = Tensor::empty(&[0], DType::Int64).unwrap();
         let f = Tensor::from_vec(vec![7.0f32], &[1]).unwrap();
-        f.set_requires_grad(true, crate::autograd::meta::RequiresGradEntry::Factory).unwrap();
+        f.set_requires_grad(true, crate::autograd::RequiresGradEntry::Factory).unwrap();
         let out = cat(&[a.clone(), e, f.clone()], 0).unwrap();
         assert_eq!(out.dtype(), DType::Float64);
         backward(&out, Some(vals(vec![1., 2., 3.], &[3])));

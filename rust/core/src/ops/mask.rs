@@ -104,9 +104,9 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let shape = broadcast_shapes(mask.shape(), &x_shape)?;
         let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let full_mask = mask.view_as_layout(mask.layout.expand(&sizes)?);
-        let zeros = crate::autograd::formulas::zeros(&shape, g.dtype(), g.device())?;
+        let zeros = crate::ops::formulas::zeros(&shape, g.dtype(), g.device())?;
         let filled = crate::ops::advanced::index_put(&zeros, &[Some(full_mask)], g, false)?;
-        Ok(vec![Some(crate::autograd::formulas::sum_to(&filled, &x_shape)?)])
+        Ok(vec![Some(crate::ops::formulas::sum_to(&filled, &x_shape)?)])
     }))?;
     Ok(out)
 }

@@ -11,6 +11,8 @@ pub mod creation;
 pub mod cuda_kernels;
 pub mod einsum;
 pub mod embedding;
+pub mod for_autograd;
+pub mod formulas;
 pub mod fused;
 pub mod gather;
 pub mod index;

@@ -9,7 +9,7 @@
 //! forwards go through the device's `Backend::batch_norm` / `layer_norm` (the CPU's are here);
 //! the backward formulas are routed ops, so they run on any device that has those.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
@@ -225,7 +225,7 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), weight, bias])?;
+    crate::autograd::precheck(&[Some(x), weight, bias])?;
     let (out, save_mean, save_invstd) = batch_norm_raw(x, running_mean, running_var, weight, bias, training, momentum, eps)?;
     let Some(mut rec) = Recorder::new(&[Some(x), weight, bias])? else { return Ok(out) };
     rec.value("eps", eps);
@@ -357,7 +357,7 @@ pub(crate) fn layer_norm_cpu(x: &Tensor, normalized_shape: &[usize], weight: Opt
 /// Differentiable `layer_norm` (NativeLayerNormBackward0: saves input, weight, bias, mean
 /// and rstd).
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x), weight, bias])?;
+    crate::autograd::precheck(&[Some(x), weight, bias])?;
     let (out, mean, rstd) = layer_norm_raw(x, normalized_shape, weight, bias, eps)?;
     let Some(mut rec) = Recorder::new(&[Some(x), weight, bias])? else { return Ok(out) };
     rec.value("normalized_shape", py_ints(normalized_shape));

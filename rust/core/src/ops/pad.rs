@@ -68,7 +68,7 @@ pub fn constant_pad_raw(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
 
 /// Differentiable constant pad (ConstantPadNdBackward0).
 pub fn constant_pad(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = constant_pad_raw(x, pad, value)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("pad", format!("{:?}", pad));
@@ -184,7 +184,7 @@ fn pad2d_linear(t: &Tensor, x_shape: Vec<usize>, maps: Arc<(Vec<usize>, Vec<usiz
 /// Differentiable reflection / replication padding of the last two dims (ReflectionPad2DBackward0
 /// / ReplicationPad2DBackward0). `pad` is (left, right, top, bottom).
 pub fn pad2d(x: &Tensor, pad: &[i64], mode: Mode2d) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let maps = pad2d_maps(x, pad, mode)?;
     if !x.dtype().is_floating() {
         return Err(Error::NotImplemented(format!("\"{:?}_pad2d\" not implemented for '{}' in minigrad (float32 and float64 only)", mode, x.dtype().scalar_type_name())));

@@ -143,7 +143,7 @@ pub(crate) fn avg_cpu_kernel(out: &Tensor, t: &Tensor, win: &AvgWindows, adjoint
 
 /// Differentiable max pooling (MaxPool2DWithIndicesBackward0, saving self and the indices).
 pub fn max_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (out, idx, g) = max_pool2d_raw(x, kernel, stride, padding, dilation, ceil_mode)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((out, idx)) };
     rec.save("self", x)?;
@@ -238,7 +238,7 @@ fn avg_linear(t: &Tensor, x_shape: Vec<usize>, out_hw: [usize; 2], win: std::syn
 /// `avg_pool2d` (AvgPool2DBackward0; its backward records AvgPool2DBackwardBackward0).
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], ceil_mode: bool, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     if divisor_override == Some(0) {
         return Err(Error::Runtime("divisor must be not zero".into()));
     }
@@ -256,7 +256,7 @@ pub fn avg_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i
 /// `adaptive_avg_pool2d(output_size)`: (AdaptiveAvgPool2DBackward0); a 1x1 output is a mean
 /// over the last two dims, as torch computes it (MeanBackward1).
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     if output_size.len() != 2 {
         return Err(Error::Runtime("adaptive_avg_pool2d: output_size must be 2".into()));
     }

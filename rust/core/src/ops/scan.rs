@@ -6,7 +6,7 @@
 //! the tensor's own and a different `dtype=` is refused. logcumsumexp is floating only.
 //! The loops are `kernels::scan` (one call, in `run`).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -250,7 +250,7 @@ fn to_input_dtype(g: &Tensor, dtype: DType) -> Result<Tensor> {
     if g.dtype() == dtype { Ok(g.clone()) } else { to_dtype(g, dtype) }
 }
 
-fn formula(op: ScanOp, dim: usize, in_dtype: DType) -> crate::autograd::node::Formula {
+fn formula(op: ScanOp, dim: usize, in_dtype: DType) -> crate::autograd::Formula {
     Box::new(move |ctx| {
         let g = to_input_dtype(ctx.grad(), in_dtype)?;
         Ok(vec![Some(match op {
@@ -266,7 +266,7 @@ fn formula(op: ScanOp, dim: usize, in_dtype: DType) -> crate::autograd::node::Fo
 /// Differentiable `cumsum` / `cumprod` (CumsumBackward0 saves nothing; CumprodBackward0 saves
 /// self and result).
 pub fn cum(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = cum_raw(op, x, dim, dtype)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("dim", dim);
@@ -301,7 +301,7 @@ pub fn cum_(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<()
 
 /// Differentiable `logcumsumexp(dim)` (LogcumsumexpBackward0: saves self and result).
 pub fn logcumsumexp(x: &Tensor, dim: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = logcumsumexp_raw(x, dim)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("dim", dim);

@@ -2,19 +2,19 @@
 //! own node, SgnBackward0, which saves self and result and gives a zero gradient for real
 //! inputs (its formula only does work for complex ones).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::error::Result;
 use crate::ops::unary::{unary_inplace_raw, unary_raw, UnaryOp};
 use crate::tensor::Tensor;
 
-fn zero_gradient() -> crate::autograd::node::Formula {
+fn zero_gradient() -> crate::autograd::Formula {
     Box::new(|ctx| Ok(vec![Some(fm::zeros_like(ctx.grad())?)]))
 }
 
 /// Differentiable `sgn(x)`.
 pub fn sgn(x: &Tensor) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = unary_raw(UnaryOp::Sign, x)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.save("self", x)?;

@@ -69,7 +69,7 @@ pub fn flip_raw(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
 
 /// Differentiable `flip` (FlipBackward0: the gradient flipped back).
 pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = flip_raw(x, dims)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("dims", py_ints(dims));
@@ -125,7 +125,7 @@ pub fn roll_raw(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
 
 /// Differentiable `roll` (RollBackward0: the gradient rolled back, dims in reverse order).
 pub fn roll(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = roll_raw(x, shifts, dims)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("dims", py_ints(dims));
@@ -170,7 +170,7 @@ fn tri_node(upper: bool) -> &'static str {
 
 /// Differentiable `tril` / `triu` (TrilBackward0 / TriuBackward0: the gradient masked alike).
 pub fn tri(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = tri_raw(x, diagonal, upper)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("diagonal", diagonal);
@@ -248,7 +248,7 @@ fn repeat_backward(g: &Tensor, repeats: &[i64], input_shape: &[usize]) -> Result
 
 /// Differentiable `repeat` (RepeatBackward0).
 pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = repeat_raw(x, repeats)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.value("repeats", py_ints(repeats));

@@ -7,7 +7,7 @@
 //! input's dense strides as torch's do. The loops are `kernels::sort` (one call per op, in
 //! `run_*` below).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -138,7 +138,7 @@ fn record_selection(name: &'static str, x: &Tensor, values: &Tensor, indices: &T
 /// Differentiable `sort`: SortBackward0, or SortBackward1 for torch's `sort.stable` overload
 /// (the one called with `stable=`, given as `Some`).
 pub fn sort(x: &Tensor, dim: i64, descending: bool, stable: Option<bool>) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (v, i) = sort_raw(x, dim, descending, stable.unwrap_or(false))?;
     let node = if stable.is_some() { "SortBackward1" } else { "SortBackward0" };
     record_selection(node, x, &v, &i, dim, None)?;
@@ -175,7 +175,7 @@ pub fn topk_raw(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Re
 
 /// Differentiable `topk` (TopkBackward0).
 pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (v, i) = topk_raw(x, k, dim, largest, sorted)?;
     record_selection("TopkBackward0", x, &v, &i, dim, None)?;
     Ok((v, i))
@@ -235,7 +235,7 @@ fn select_along(x: &Tensor, d: usize, keepdim: bool, kernel: impl Fn(&Tensor, &T
 
 /// Differentiable `kthvalue` (KthvalueBackward0).
 pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (mut v, mut i) = kthvalue_raw(x, k, dim, keepdim)?;
     if x.ndim() == 1 && !keepdim {
         // as max(dim): see `Tensor::stale_size0`
@@ -247,7 +247,7 @@ pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
 
 /// Differentiable `median(dim)` (MedianBackward1).
 pub fn median_dim(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (v, i) = median_dim_raw(x, dim, keepdim)?;
     record_selection("MedianBackward1", x, &v, &i, dim, Some(keepdim))?;
     Ok((v, i))
@@ -274,7 +274,7 @@ pub fn median_raw(x: &Tensor) -> Result<Tensor> {
 /// Differentiable `median()` (MedianBackward0: the gradient is shared by the elements equal to
 /// the median, or by the NaNs when it is NaN — torch's evenly_distribute_backward).
 pub fn median(x: &Tensor) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = median_raw(x)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
     rec.save("self", x)?;

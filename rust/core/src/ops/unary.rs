@@ -339,7 +339,7 @@ impl UnaryOp {
 
     /// d(op)/dx applied to `g`; `s` is the saved input or result (see `saves`).
     pub fn backward(self, g: &Tensor, s: Option<&Tensor>) -> Result<Tensor> {
-        use crate::autograd::formulas::*;
+        use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::Le;
         use UnaryOp::*;
         let s = || s.expect("saved by the forward");
@@ -394,7 +394,7 @@ impl UnaryOp {
 /// `create_graph=True` the composite formula below runs, so it can be differentiated again).
 fn fused_backward(op: MathOp, g: &Tensor, s: &Tensor) -> Result<Option<Tensor>> {
     let plain = g.dtype() == s.dtype() && g.dtype().is_floating() && g.shape() == s.shape();
-    if !plain || crate::autograd::record::should_record(&[Some(g), Some(s)]) {
+    if !plain || crate::autograd::should_record(&[Some(g), Some(s)]) {
         return Ok(None);
     }
     let out = empty_with_layout(&iterator_layout(g.shape(), &[&g.layout, &s.layout]), g.dtype(), g.device())?;
@@ -417,7 +417,7 @@ fn gelu_cdf(x: &Tensor) -> Result<Tensor> {
 
 /// Differentiable `op(x)`.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = unary_raw(op, x)?;
     let (Some(saves), Some(mut rec)) = (op.saves(), crate::autograd::Recorder::new(&[Some(x)])?) else { return Ok(out) };
     match saves {
@@ -482,7 +482,7 @@ impl ParamUnary {
         }
     }
     fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
-        use crate::autograd::formulas::*;
+        use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::{Gt, Le};
         let neg_part = match self {
             ParamUnary::LeakyRelu(slope) => mul_s(g, slope)?,
@@ -501,7 +501,7 @@ impl ParamUnary {
 /// Differentiable `leaky_relu` / `elu` (`in_place` writes `x` and returns it).
 pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor> {
     if !in_place {
-        crate::autograd::record::precheck(&[Some(x)])?;
+        crate::autograd::precheck(&[Some(x)])?;
     }
     if !in_place {
         let out = map_float_raw(x, false, op.f(), op.name())?;

@@ -183,7 +183,7 @@ pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 
 // ----- autograd: each view op's node; the gradient goes back through the same view of zeros -----
 
-use crate::autograd::record::record_view;
+use crate::autograd::record_view;
 use std::sync::Arc;
 
 fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
@@ -191,7 +191,7 @@ fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
 }
 
 pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = view_raw(t, shape)?;
     let s = shape.to_vec();
     record_view("ViewBackward0", t, &[&out], Arc::new(move |z| one(view_raw(z, &s))))?;
@@ -204,11 +204,11 @@ pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     // view they call reaches autograd, so argument errors come before a stale view's error;
     // except that reshape hands a contiguous input straight to `view` (autograd first).
     if t.is_contiguous() {
-        crate::autograd::record::precheck(&[Some(t)])?;
+        crate::autograd::precheck(&[Some(t)])?;
     }
     let out = reshape_raw(t, shape)?;
     if !t.is_contiguous() {
-        crate::autograd::record::precheck(&[Some(t)])?;
+        crate::autograd::precheck(&[Some(t)])?;
     }
     record_reshape(t, &out)?;
     Ok(out)
@@ -231,7 +231,7 @@ fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
 
 pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let out = flatten_raw(t, start_dim, end_dim)?; // arguments first, as `reshape`
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     if out.layout == t.layout && out.same_storage(t) && t.ndim() > 0 {
         return Ok(out); // the binding returns the input itself
     }
@@ -240,7 +240,7 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
 }
 
 pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = permute_raw(t, dims)?;
     let d = dims.to_vec();
     record_view("PermuteBackward0", t, &[&out], Arc::new(move |z| one(permute_raw(z, &d))))?;
@@ -248,21 +248,21 @@ pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
 }
 
 pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = transpose_raw(t, d0, d1)?;
     record_view("TransposeBackward0", t, &[&out], Arc::new(move |z| one(transpose_raw(z, d0, d1))))?;
     Ok(out)
 }
 
 pub fn t(x: &Tensor) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let out = t_raw(x)?;
     record_view("TBackward0", x, &[&out], Arc::new(|z| one(t_raw(z))))?;
     Ok(out)
 }
 
 pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = unsqueeze_raw(t, dim)?;
     record_view("UnsqueezeBackward0", t, &[&out], Arc::new(move |z| one(unsqueeze_raw(z, dim))))?;
     Ok(out)
@@ -270,7 +270,7 @@ pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
 
 /// `squeeze()` (SqueezeBackward0) and `squeeze(dims)` with a list of dims (SqueezeBackward2).
 pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, dims)?;
     let d = dims.map(|d| d.to_vec());
     let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward2" };
@@ -280,7 +280,7 @@ pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 
 /// `squeeze(dim)` with one int dim (SqueezeBackward1).
 pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, Some(&[dim]))?;
     record_view("SqueezeBackward1", t, &[&out], Arc::new(move |z| one(squeeze_raw(z, Some(&[dim])))))?;
     Ok(out)
@@ -288,38 +288,38 @@ pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
 
 /// ExpandBackward0: the gradient is summed over the expanded dims.
 pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = expand_raw(t, sizes)?;
     if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
         let shape = t.shape().to_vec();
-        rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::autograd::formulas::sum_to(ctx.grad(), &shape)?)])))?;
+        rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::ops::formulas::sum_to(ctx.grad(), &shape)?)])))?;
     }
     Ok(out)
 }
 
 pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let out = narrow_raw(t, dim, start, length)?; // arguments first, as `reshape`
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
     Ok(out)
 }
 
 pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = slice_raw(t, dim, start, end, step)?;
     record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(slice_raw(z, dim, start, end, step))))?;
     Ok(out)
 }
 
 pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = select_raw(t, dim, index)?;
     record_view("SelectBackward0", t, &[&out], Arc::new(move |z| one(select_raw(z, dim, index))))?;
     Ok(out)
 }
 
 pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = diagonal_raw(t, offset, dim1, dim2)?;
     record_view("DiagonalBackward0", t, &[&out], Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
     Ok(out)
@@ -328,10 +328,10 @@ pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
 /// AsStridedBackward0: geometry is in terms of the input's memory, so the gradient is
 /// scattered into a buffer laid out like the input's storage.
 pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let out = as_strided_raw(t, size, stride, offset)?;
-    if crate::autograd::record::should_record(&[Some(t)]) {
-        let node = crate::autograd::inplace::as_strided_node(t, &out.layout)?;
+    if crate::autograd::should_record(&[Some(t)]) {
+        let node = crate::autograd::as_strided_node(t, &out.layout)?;
         out.set_gradient_edge(node, 0);
     }
     Ok(out)
@@ -343,21 +343,21 @@ fn record_pieces(name: &'static str, t: &Tensor, outs: &[Tensor], replay: Arc<dy
 }
 
 pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let outs = unbind_raw(t, dim)?;
     record_pieces("UnbindBackward0", t, &outs, Arc::new(move |z| unbind_raw(z, dim)))?;
     Ok(outs)
 }
 
 pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let outs = split_raw(t, split_size, dim)?;
     record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| split_raw(z, split_size, dim)))?;
     Ok(outs)
 }
 
 pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     let outs = split_with_sizes_raw(t, sizes, dim)?;
     let s = sizes.to_vec();
     record_pieces("SplitWithSizesBackward0", t, &outs, Arc::new(move |z| split_with_sizes_raw(z, &s, dim)))?;
@@ -367,7 +367,7 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
 /// chunk is split in torch (SplitBackward0), or split_with_sizes for an empty dim.
 pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let outs = chunk_raw(t, chunks, dim)?; // arguments first, as `reshape`
-    crate::autograd::record::precheck(&[Some(t)])?;
+    crate::autograd::precheck(&[Some(t)])?;
     // chunk of an empty dim goes through split_with_sizes in torch
     let empty = t.ndim() > 0 && crate::shape::wrap_dim(dim, t.ndim()).is_ok_and(|d| t.shape()[d] == 0);
     let name = if empty { "SplitWithSizesBackward0" } else { "SplitBackward0" };

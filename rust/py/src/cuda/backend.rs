@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, ScatterOp, Walk};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -19,7 +19,7 @@ use minigrad_core::tensor::Tensor;
 use std::sync::Arc;
 
 pub struct Cuda {
-    index: u32,
+    pub(super) index: u32,
     pub(super) driver: Driver,
     functions: FunctionCache,
     counters: &'static Counters,
@@ -62,7 +62,7 @@ impl Cuda {
     /// An elementwise launch over `shape`: the strided kernel `strided`, or `contig` when every
     /// operand is dense in the same order. `tail` appends the parameters after the operands
     /// and `n` (the strided kernels take the iteration shape before `n`).
-    fn elementwise(
+    pub(super) fn elementwise(
         &self,
         strided: &str,
         contig: &str,
@@ -100,7 +100,7 @@ fn operand(t: &Tensor) -> (u64, Vec<usize>, Vec<isize>) {
     (t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64, t.shape().to_vec(), t.strides().to_vec())
 }
 
-fn own(t: &Tensor) -> Operand {
+pub(super) fn own(t: &Tensor) -> Operand {
     Operand::of(t, t.strides().to_vec())
 }
 
@@ -390,6 +390,8 @@ impl Backend for Cuda {
 
     fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
         self.layer_norm_impl(x, normalized_shape, weight, bias, eps)
+    fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> Result<()> {
+        self.random(dst, dist)
     }
 
     fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {

@@ -10,6 +10,7 @@ mod kernels;
 mod launch;
 mod memory;
 mod norm;
+mod random;
 mod reduce;
 
 use crate::errors::to_py;
@@ -69,5 +70,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_driver, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_reset_peak, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_cuda_manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_cuda_manual_seed_all, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_cuda_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_cuda_set_rng_state, m)?)?;
     Ok(())
 }

@@ -56,7 +56,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     rec.finish("IndexBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         let indices = saved_indices(&ctx.saved, &present);
-        Ok(vec![Some(index_put(&crate::autograd::formulas::zeros(&shape, g.dtype(), g.device())?, &indices, g, true)?)])
+        Ok(vec![Some(index_put(&crate::ops::formulas::zeros(&shape, g.dtype(), g.device())?, &indices, g, true)?)])
     }))?;
     Ok(out)
 }

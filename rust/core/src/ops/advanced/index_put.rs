@@ -152,12 +152,12 @@ fn sum_to_values(g: Tensor, shape: &[usize]) -> Result<Tensor> {
         let sizes: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         return crate::ops::views::reshape(&total, &sizes);
     }
-    crate::autograd::formulas::sum_to(&g, shape)
+    crate::ops::formulas::sum_to(&g, shape)
 }
 
 /// IndexPutBackward0: self gets the gradient (with the written positions zeroed unless
 /// accumulating), values get the gradient read at the indices, summed to their shape.
-fn index_put_formula(ctx: &crate::autograd::node::Ctx, present: &[bool], accumulate: bool, values_shape: &[usize]) -> Result<Vec<Option<Tensor>>> {
+fn index_put_formula(ctx: &crate::autograd::Ctx, present: &[bool], accumulate: bool, values_shape: &[usize]) -> Result<Vec<Option<Tensor>>> {
     let g = ctx.grad();
     let indices = saved_indices(&ctx.saved, present);
     let gs = if !ctx.needs(0) {

@@ -282,8 +282,8 @@ fn saves_result(info: &BinaryInfo) -> bool {
 }
 
 /// Named access to the saved tensors in `save_binary`'s order.
-fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::node::Ctx) -> Result<Vec<Option<Tensor>>> {
-    use crate::autograd::formulas::*;
+fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<Option<Tensor>>> {
+    use crate::ops::formulas::*;
     use BinaryOp::*;
     let g = ctx.grad();
     let (na, nb) = (ctx.needs(0), ctx.needs(1));
@@ -376,7 +376,7 @@ fn pow_tensor(a: &Tensor, e: &Tensor) -> Result<Tensor> {
     binary(BinaryOp::Pow, &Arg::Tensor(a.clone()), &Arg::Tensor(e.clone()), None)
 }
 fn sub_one(e: &Tensor) -> Result<Tensor> {
-    crate::autograd::formulas::add_s(e, -1.0)
+    crate::ops::formulas::add_s(e, -1.0)
 }
 
 fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo {
@@ -400,7 +400,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
     // Comparisons and bitwise ops record nothing, so torch never reads their inputs' grad_fn:
     // `out == 1` works on a multi-output view whose base was modified (issue 14 A).
     if is_differentiable(op) {
-        crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+        crate::autograd::precheck(&[a.tensor(), b.tensor()])?;
     }
     if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
         if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {

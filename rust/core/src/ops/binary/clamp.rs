@@ -152,7 +152,7 @@ pub fn clamp_tensor_raw(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, 
 
 /// The mask where a clamp passes the gradient to `x`: `lo <= x <= hi` (bounds inclusive, R57).
 fn clamp_pass(x: &Tensor, lo: Option<&Arg>, hi: Option<&Arg>) -> Result<Tensor> {
-    use crate::autograd::formulas::cmp;
+    use crate::ops::formulas::cmp;
     let mut m: Option<Tensor> = None;
     if let Some(lo) = lo {
         m = Some(cmp(BinaryOp::Ge, x, lo)?);
@@ -171,13 +171,13 @@ fn clamp_pass(x: &Tensor, lo: Option<&Arg>, hi: Option<&Arg>) -> Result<Tensor> 
 /// (`ClampBackward1`, `ClampMinBackward0`, `ClampMaxBackward0`).
 pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_place: bool, node: &'static str) -> Result<Tensor> {
     if !in_place {
-        crate::autograd::record::precheck(&[Some(x)])?;
+        crate::autograd::precheck(&[Some(x)])?;
     }
-    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
+    let formula = move |ctx: &crate::autograd::Ctx| -> Result<Vec<Option<Tensor>>> {
         let lo = min.map(Arg::Scalar);
         let hi = max.map(Arg::Scalar);
         let pass = clamp_pass(ctx.saved(0), lo.as_ref(), hi.as_ref())?;
-        Ok(vec![Some(crate::autograd::formulas::zero_where(ctx.grad(), &not(&pass)?)?)])
+        Ok(vec![Some(crate::ops::formulas::zero_where(ctx.grad(), &not(&pass)?)?)])
     };
     if !in_place {
         let out = clamp_scalar_raw(x, min, max, false)?;
@@ -201,13 +201,13 @@ pub fn clamp_scalar(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in_pla
 /// Differentiable clamp with tensor bounds (ClampBackward0 / ClampMinBackward1 / ClampMaxBackward1).
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>, in_place: bool, node: &'static str) -> Result<Tensor> {
     if !in_place {
-        crate::autograd::record::precheck(&[Some(x), min, max])?;
+        crate::autograd::precheck(&[Some(x), min, max])?;
     }
     let (smin, smax) = (min.map(|t| t.shape().to_vec()), max.map(|t| t.shape().to_vec()));
     let (has_min, has_max) = (min.is_some(), max.is_some());
     let x_shape = x.shape().to_vec();
-    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
-        use crate::autograd::formulas::*;
+    let formula = move |ctx: &crate::autograd::Ctx| -> Result<Vec<Option<Tensor>>> {
+        use crate::ops::formulas::*;
         let g = ctx.grad();
         let xs = ctx.saved(0);
         let lo = has_min.then(|| Arg::Tensor(ctx.saved(1).clone()));

@@ -6,7 +6,7 @@
 
 use super::arithmetic::{binary_inplace_raw, binary_raw};
 use super::BinaryOp;
-use crate::autograd::record::precheck;
+use crate::autograd::precheck;
 use crate::autograd::Recorder;
 use crate::error::{Error, Result};
 use crate::ops::Arg;
@@ -15,7 +15,7 @@ use crate::tensor::Tensor;
 /// The node name torch's fallback gives (`grad_fn.name()`).
 pub const NOT_IMPLEMENTED_NODE: &str = "torch::autograd::NotImplemented";
 
-fn not_implemented(op: &'static str) -> crate::autograd::node::Formula {
+fn not_implemented(op: &'static str) -> crate::autograd::Formula {
     Box::new(move |_| Err(Error::Runtime(format!("derivative for aten::{} is not implemented", op))))
 }
 

@@ -60,13 +60,13 @@ pub fn masked_fill_raw(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -
 /// MaskedFillBackward1 for a 0-d tensor value (which also gets a gradient).
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Arg, in_place: bool) -> Result<Tensor> {
     if !in_place {
-        crate::autograd::record::precheck(&[Some(x), value.tensor()])?;
+        crate::autograd::precheck(&[Some(x), value.tensor()])?;
     }
     let value_t = value.tensor();
     let node = if value_t.is_some() { "MaskedFillBackward1" } else { "MaskedFillBackward0" };
     let x_shape = x.shape().to_vec();
-    let formula = move |ctx: &crate::autograd::node::Ctx| -> Result<Vec<Option<Tensor>>> {
-        use crate::autograd::formulas::*;
+    let formula = move |ctx: &crate::autograd::Ctx| -> Result<Vec<Option<Tensor>>> {
+        use crate::ops::formulas::*;
         let (g, m) = (ctx.grad(), ctx.saved(0));
         let gx = if ctx.needs(0) { Some(sum_to(&zero_where(g, m)?, &x_shape)?) } else { None };
         let mut out = vec![gx, None];

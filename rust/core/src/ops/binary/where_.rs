@@ -41,13 +41,13 @@ pub(crate) fn cpu_kernel(out: &Tensor, cond: &Tensor, ta: &Tensor, tb: &Tensor) 
 
 /// Differentiable `where(cond, a, b)`: WhereBackward0 saves only the condition.
 pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[a.tensor(), b.tensor()])?;
+    crate::autograd::precheck(&[a.tensor(), b.tensor()])?;
     let out = where_raw(cond, a, b)?;
     let Some(mut rec) = crate::autograd::Recorder::new(&[None, a.tensor(), b.tensor()])? else { return Ok(out) };
     rec.save("condition", cond)?;
     let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
     rec.finish("WhereBackward0", &[&out], Box::new(move |ctx| {
-        use crate::autograd::formulas::*;
+        use crate::ops::formulas::*;
         let (g, c) = (ctx.grad(), ctx.saved(0));
         let ga = if ctx.needs(1) { Some(sum_to(&zero_where(g, &crate::ops::unary::unary_raw(crate::ops::unary::UnaryOp::LogicalNot, c)?)?, &sa)?) } else { None };
         let gb = if ctx.needs(2) { Some(sum_to(&zero_where(g, c)?, &sb)?) } else { None };

@@ -2,8 +2,8 @@
 //! order, then the kernel; GatherBackward0 scatter-adds the gradient back, ScatterBackward0/1
 //! and ScatterAddBackward0 gather it from the written positions.
 
-use crate::autograd::formulas as fm;
-use crate::autograd::node::{Ctx, Formula};
+use crate::ops::formulas as fm;
+use crate::autograd::{Ctx, Formula};
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{fmt_shape, Error, Result};

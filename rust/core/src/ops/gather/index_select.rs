@@ -2,7 +2,7 @@
 //! and each other's backward (IndexSelectBackward0 index-adds the gradient into zeros,
 //! IndexAddBackward0 index-selects it for the source).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{fmt_shape, Error, Result};

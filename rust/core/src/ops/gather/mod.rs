@@ -9,7 +9,7 @@
 //! Each op sits with its adjoint, which is its backward: `gather_scatter.rs` (gather, scatter,
 //! scatter_add) and `index_select.rs` (index_select, index_add).
 
-use crate::autograd::node::Formula;
+use crate::autograd::Formula;
 use crate::device::backend_for;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};

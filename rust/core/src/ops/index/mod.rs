@@ -96,7 +96,7 @@ impl Step {
 fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
     let out = x.view_as_layout(layout);
     let name = steps.last().map_or("AliasBackward0", Step::node);
-    crate::autograd::record::record_view(name, x, &[&out], Arc::new(move |z| {
+    crate::autograd::record_view(name, x, &[&out], Arc::new(move |z| {
         let mut l = z.layout.clone();
         for s in &steps {
             l = s.apply(&l)?;

@@ -285,7 +285,7 @@ mod grad_tests {
             let f = move |t: &[Tensor]| {
                 let y = crate::ops::copy::clone(&t[0])?;
                 set_item(&y, &k, &t[1])?;
-                crate::autograd::formulas::mul(&y, &y)
+                crate::ops::formulas::mul(&y, &y)
             };
             gradcheck(&format!("set {:?}", key), &f, &[rand_leaf(&[3, 4], 2), rand_leaf(&vshape, 3)], double);
         }

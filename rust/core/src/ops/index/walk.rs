@@ -202,7 +202,7 @@ pub(super) fn strip_leading_ones(l: &Layout) -> Layout {
 /// raise a stale view's error) before that op's own shape checks; integer items check their
 /// range before any op. This reproduces that order.
 pub(super) fn precheck_key(x: &Tensor, key: &Key, setting: bool) -> Result<()> {
-    let precheck = || crate::autograd::record::precheck(&[Some(x)]);
+    let precheck = || crate::autograd::precheck(&[Some(x)]);
     let in_range = |i: i64, size: Option<&usize>| size.is_some_and(|&n| i >= -(n as i64) && i < n as i64);
     let items = match key {
         Key::Single(TensorIndex::Int(i)) => return if in_range(*i, x.shape().first()) { precheck() } else { Ok(()) },

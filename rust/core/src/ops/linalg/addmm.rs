@@ -1,6 +1,6 @@
 //! `addmm`: `beta·self + alpha·(mat1 @ mat2)` and AddmmBackward0.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};

@@ -194,7 +194,7 @@ fn save_crossed(rec: &mut Recorder, first_name: &'static str, first: &Tensor, se
 }
 
 /// The saved operands in `save_crossed`'s order: (for input 0's gradient, for input 1's).
-fn crossed(ctx: &crate::autograd::node::Ctx) -> (Option<Tensor>, Option<Tensor>) {
+fn crossed(ctx: &crate::autograd::Ctx) -> (Option<Tensor>, Option<Tensor>) {
     let mut it = ctx.saved.iter().cloned();
     let a = if ctx.needs(0) { it.next() } else { None };
     let b = if ctx.needs(1) { it.next() } else { None };

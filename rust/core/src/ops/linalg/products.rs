@@ -2,7 +2,7 @@
 //! MmBackward0 / MvBackward0 / DotBackward0 / BmmBackward0 (each operand saved only for the
 //! other's gradient).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 //! `binary_cross_entropy_with_logits` (BinaryCrossEntropyWithLogitsBackward0), with torch's
 //! checks on target and weight.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::error::{fmt_shape, Error, Result};
 use crate::ops::binary::{self, BinaryOp};

@@ -1,7 +1,7 @@
 //! `cross_entropy` as torch composes it: log_softmax then nll_loss, label smoothing, and
 //! class-probability targets, from differentiable pieces (so the graph has torch's nodes).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{fmt_shape, Error, Result};

@@ -1,7 +1,7 @@
 //! `mse_loss` (MseLossBackward0) and `l1_loss` (composed, as torch does); both broadcast
 //! input and target against each other first.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::error::Result;
 use crate::ops::binary::{self, BinaryOp};

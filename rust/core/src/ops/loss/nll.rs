@@ -1,7 +1,7 @@
 //! `nll_loss` over (N, C) or (N, C, d1, ...) inputs (NllLossBackward0 / NllLoss2DBackward0):
 //! class weights, `ignore_index`, the f64 forward and the backward formula.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
@@ -166,7 +166,7 @@ fn nll_loss_4d_input(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
 
 /// `nll_loss` for any input rank (torch's nll_loss_nd): (C), (N, C), (N, C, d1, ...).
 pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     if x.ndim() < 1 {
         return Err(Error::Value(format!("Expected 1 or more dimensions (got {})", x.ndim())));
     }

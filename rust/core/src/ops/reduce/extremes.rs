@@ -2,7 +2,7 @@
 //! `argmax`/`argmin`: torch's empty-input checks, and the backward formulas (ties share the
 //! gradient evenly; `max(dim)` scatters it to the saved indices).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -155,7 +155,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
 /// Differentiable `max(dim)`/`min(dim)` (MaxBackward0 / MinBackward0): saves the indices; the
 /// gradient is scattered to them.
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (mut values, mut indices) = max_dim_raw(x, dim, keepdim, is_max)?;
     if x.ndim() == 1 && !keepdim {
         (values.stale_size0, indices.stale_size0) = (true, true);

@@ -1,6 +1,6 @@
 //! `logsumexp`: shifted by each output's max; LogsumexpBackward0 is `grad * exp(self - result)`.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -76,7 +76,7 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
 /// torch's norm_backward for `linalg.vector_norm` (ord 0 has no gradient; a zero norm gives
 /// zero gradient for ord 2 and ord > 1).
 fn norm_backward(g: &Tensor, x: &Tensor, r: &Tensor, ord: f64, rd: &[usize], keepdim: bool) -> Result<Option<Tensor>> {
-    use crate::autograd::formulas::*;
+    use crate::ops::formulas::*;
     let (g, r) = if !keepdim && x.ndim() != 0 { (unsqueeze_dims(g, rd, false)?, unsqueeze_dims(r, rd, false)?) } else { (g.clone(), r.clone()) };
     let sgn = || un(UnaryOp::Sign, x);
     let r_zero = || cmp_s(BinaryOp::Eq, &r, 0.0);

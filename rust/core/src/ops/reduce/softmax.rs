@@ -1,7 +1,7 @@
 //! `softmax` / `log_softmax` along one dim (the input cast to `dtype=` first), and
 //! SoftmaxBackward0 / LogSoftmaxBackward0, which save the result.
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -60,9 +60,9 @@ pub(crate) fn softmax_cpu_kernel(dst: &Tensor, src: &Tensor, dim: usize, log: bo
 /// Differentiable `softmax`/`log_softmax` (SoftmaxBackward0 / LogSoftmaxBackward0, saving the
 /// result). With `dtype=` the input is cast first, as torch does (ToCopyBackward0 before it).
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<Tensor> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let xx = match dtype {
-        Some(d) if d != x.dtype() && crate::autograd::record::should_record(&[Some(x)]) => {
+        Some(d) if d != x.dtype() && crate::autograd::should_record(&[Some(x)]) => {
             wrap_dim(dim, x.ndim())?;
             crate::ops::copy::to_dtype(x, d)?
         }
@@ -97,7 +97,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
 /// no graph of the backward is being recorded; `None` runs the composite formula (the CPU's).
 fn fused_backward(g: &Tensor, r: &Tensor, dim: usize, log: bool) -> Result<Option<Tensor>> {
     let plain = g.dtype() == r.dtype() && g.shape() == r.shape() && g.numel() > 0;
-    if !plain || crate::autograd::record::should_record(&[Some(g), Some(r)]) {
+    if !plain || crate::autograd::should_record(&[Some(g), Some(r)]) {
         return Ok(None);
     }
     let backend = crate::device::backend_for(&[g, r])?;

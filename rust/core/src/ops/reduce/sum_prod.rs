@@ -2,7 +2,7 @@
 //! MeanBackward0/1 (the gradient expanded back over the reduced dims), ProdBackward0/1 (saves
 //! self and result; zeros are handled so that double backward is right).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};

@@ -1,6 +1,6 @@
 //! Helpers for the gradient tests of the ops files.
 
-use crate::autograd::meta::RequiresGradEntry;
+use crate::autograd::RequiresGradEntry;
 use crate::autograd::{run_backward, BackwardRequest};
 use crate::{DType, Result, Scalar, Tensor};
 
@@ -127,10 +127,10 @@ pub fn gradcheck(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[
     let gs = first_grads(f, &xs, true);
     let mut s: Option<Tensor> = None;
     for (g, v) in gs.iter().zip(&vs) {
-        let term = crate::ops::reduce::sum(&crate::autograd::formulas::mul(g, &vals(v.clone(), g.shape())).unwrap(), None, false, None).unwrap();
+        let term = crate::ops::reduce::sum(&crate::ops::formulas::mul(g, &vals(v.clone(), g.shape())).unwrap(), None, false, None).unwrap();
         s = Some(match s {
             None => term,
-            Some(acc) => crate::autograd::formulas::add(&acc, &term).unwrap(),
+            Some(acc) => crate::ops::formulas::add(&acc, &term).unwrap(),
         });
     }
     let s = s.expect("inputs");

@@ -1,7 +1,7 @@
 //! `var` / `std` with `correction`: a mean pass, then squared deviations; VarBackward0 (saves
 //! self) and StdBackward0 (also its result).
 
-use crate::autograd::formulas as fm;
+use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
@@ -53,7 +53,7 @@ fn var_backward(g: &Tensor, x: &Tensor, dims: Option<&[i64]>, correction: f64, k
 
 /// Differentiable `var`/`std` (VarBackward0 saves self; StdBackward0 also its result).
 pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
-    crate::autograd::record::precheck(&[Some(x)])?;
+    crate::autograd::precheck(&[Some(x)])?;
     let (out, warn) = var_raw(x, dims, correction, keepdim, sqrt)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((out, warn)) };
     rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
