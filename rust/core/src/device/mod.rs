@@ -273,6 +273,8 @@ pub trait Backend: Send + Sync {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let _ = (src, mask);
         Err(not_implemented(self.device(), "masked_select"))
+    }
+
     // ----- convolution, pooling and index-map padding (ops/conv.rs, ops/pool.rs, ops/pad.rs) -----
     //
     // Shared rules: every tensor is contiguous and on this device (the op layer copies), of one

@@ -390,6 +390,8 @@ impl Backend for Cuda {
 
     fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
         self.layer_norm_impl(x, normalized_shape, weight, bias, eps)
+    }
+
     fn random_fill(&self, dst: &Tensor, dist: RandomDist) -> Result<()> {
         self.random(dst, dist)
     }
