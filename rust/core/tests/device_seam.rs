@@ -482,6 +482,8 @@ fn a_backend_without_gathers_says_not_implemented() {
     assert!(msg(gather::scatter_add_raw(&x, 0, &idx, &x, false)).starts_with("Could not run 'aten::scatter'"));
     let r = advanced::index_raw(&x, &[Some(Tensor::from_vec(vec![0i64], &[1]).unwrap())]);
     assert!(msg(r).starts_with("Could not run 'aten::index.Tensor'"));
+}
+
 #[test]
 fn random_fills_route_with_the_view_they_write() {
     let x = cuda(&[2, 3]);
