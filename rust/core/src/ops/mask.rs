@@ -15,7 +15,7 @@ pub fn nonzero(x: &Tensor) -> crate::error::Result<Tensor> {
     let c = contiguous_raw(x)?;
     let numel = c.numel();
     let k = x.ndim();
-    let (n, t) = crate::dispatch!(c.dtype(), T => {
+    let (n, t) = crate::dispatch_all!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
         let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
         let n = k::count_nonzero(data);
@@ -48,7 +48,7 @@ pub fn masked_select_raw(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
-    crate::dispatch!(x.dtype(), T => {
+    crate::dispatch_all!(x.dtype(), T => {
         // SAFETY: `v` is contiguous with `numel` elements of T.
         let data = unsafe { std::slice::from_raw_parts(v.data_ptr::<T>() as *const T, numel) };
         let picked = k::masked_select(data, flags);

@@ -40,7 +40,7 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     for (i, d) in (info.before + r..shape.len()).enumerate() {
         w.inner.push(Dim { size: shape[d], a: out.strides()[d], b: info.src.strides[after + i] });
     }
-    crate::dispatch!(x.dtype(), T => {
+    crate::dispatch_all!(x.dtype(), T => {
         // SAFETY: `out` is fresh with non-overlapping strides and `shape` elements; every source
         // offset comes from x's own layout with bounds-checked index values, so it lies inside
         // x's storage; out and x do not share memory.

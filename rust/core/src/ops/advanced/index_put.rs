@@ -72,7 +72,7 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
         for (i, d) in (info.before + r..shape.len()).enumerate() {
             w.inner.push(Dim { size: shape[d], a: info.src.strides[after + i], b: vs[d] });
         }
-        crate::dispatch!(x.dtype(), T => {
+        crate::dispatch_all!(x.dtype(), T => {
             // SAFETY: destination offsets come from x's layout with bounds-checked indices;
             // x has no internal overlap (checked by `write`), so outer elements own disjoint
             // memory; v does not overlap x (checked above, or a private copy).

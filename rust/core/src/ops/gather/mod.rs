@@ -99,7 +99,7 @@ fn run_gather(out: &Tensor, x: &Tensor, d: usize, idx: &Tensor, along_dim: bool)
     let x_dim_stride = x_strides[d];
     x_strides[d] = 0;
     let ix_strides = if along_dim { unit_along(shape.len(), d) } else { ne_layout(idx).1 };
-    crate::dispatch!(x.dtype(), T => {
+    crate::dispatch_all!(x.dtype(), T => {
         // SAFETY: indices were checked against x's size along d and the other dims of the
         // iteration are no larger than x's; out is fresh memory shared with no input.
         unsafe {
@@ -164,6 +164,18 @@ fn run_scatter(dst: &Tensor, d: usize, shape: &[usize], idx: &Tensor, ix_strides
         DType::Int32 => numeric!(i32, i32::wrapping_add, i32::wrapping_mul),
         // torch's bool arithmetic: + is or, * is and.
         DType::Bool => numeric!(bool, |x: bool, y: bool| x | y, |x: bool, y: bool| x & y),
+        // narrow dtypes: each step rounds (or wraps) into the storage type, as torch's kernel
+        DType::UInt8 => numeric!(u8, u8::wrapping_add, u8::wrapping_mul),
+        DType::Int8 => numeric!(i8, i8::wrapping_add, i8::wrapping_mul),
+        DType::Int16 => numeric!(i16, i16::wrapping_add, i16::wrapping_mul),
+        DType::Float16 => {
+            use crate::element::f16;
+            numeric!(f16, |x: f16, y: f16| f16::from_f32(x.to_f32() + y.to_f32()), |x: f16, y: f16| f16::from_f32(x.to_f32() * y.to_f32()))
+        }
+        DType::BFloat16 => {
+            use crate::element::bf16;
+            numeric!(bf16, |x: bf16, y: bf16| bf16::from_f32(x.to_f32() + y.to_f32()), |x: bf16, y: bf16| bf16::from_f32(x.to_f32() * y.to_f32()))
+        }
     }
 }
 

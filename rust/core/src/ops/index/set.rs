@@ -119,6 +119,11 @@ pub fn conversion_overflow(dtype: DType) -> Error {
         DType::Int64 => "int64_t",
         DType::Float32 => "float",
         DType::Float64 => "double",
+        DType::Float16 => "c10::Half",
+        DType::BFloat16 => "c10::BFloat16",
+        DType::UInt8 => "uint8_t",
+        DType::Int8 => "int8_t",
+        DType::Int16 => "int16_t",
     };
     Error::Runtime(format!("value cannot be converted to type {} without overflow", name))
 }

@@ -1,0 +1,195 @@
+//! Compute for the narrow dtypes (float16, bfloat16, uint8, int8, int16), for every device at once.
+//!
+//! Every backend is reached through `Widen`, which passes memory work (allocate, copy, fill,
+//! transfer: native for every dtype) straight to the device and, when an operand of a compute
+//! method has a narrow dtype, runs that method on copies in the operands' `opmath` dtype (float32
+//! for half types, int64 for small integers) and rounds the result once into the real output.
+//! That is how torch computes half on the CPU (`opmath_t`, float accumulation in reductions), and
+//! for the small integers it is exact: their arithmetic is modular, and the narrowing store wraps.
+//!
+//! The result lands in `dst` through the device's own cast-copy, inside the op's single write, so
+//! an in-place op on an int8 tensor still bumps its version once. Outputs that are already wide
+//! (`x.sum(dtype=float32)`, comparison masks, argmax indices) are written directly.
+
+use super::{Backend, BinaryMode, Bound, Device};
+use crate::dtype::{DType, Scalar};
+use crate::error::Result;
+use crate::kernels::unary::MathOp;
+use crate::ops::binary::BinaryOp;
+use crate::ops::reduce::Reduction;
+use crate::ops::unary::UnaryOp;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+pub(super) struct Widen(pub(super) &'static dyn Backend);
+
+fn any_narrow(ts: &[&Tensor]) -> bool {
+    ts.iter().any(|t| t.dtype().is_narrow())
+}
+
+/// `t` in its opmath dtype: itself when already wide, else a contiguous converted copy.
+fn wide(t: &Tensor) -> Result<Tensor> {
+    crate::ops::copy::cast_input(t, t.dtype().opmath())
+}
+
+/// Where the wide computation writes for output `dst`: `dst` itself when wide, else a fresh
+/// contiguous tensor of its opmath dtype (stored back by `store`).
+fn out(dst: &Tensor) -> Result<Tensor> {
+    if dst.dtype().is_narrow() {
+        Tensor::empty_on(dst.shape(), dst.dtype().opmath(), dst.device())
+    } else {
+        Ok(dst.clone())
+    }
+}
+
+/// Rounds (or wraps) the wide result `tmp` into `dst` once, when they differ.
+fn store(dst: &Tensor, tmp: &Tensor) -> Result<()> {
+    if dst.dtype().is_narrow() {
+        crate::ops::copy::copy_kernel(dst, tmp)?;
+    }
+    Ok(())
+}
+
+impl Backend for Widen {
+    fn device(&self) -> Device {
+        self.0.device()
+    }
+
+    fn allocate(&self, nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
+        self.0.allocate(nbytes, dtype, zeroed)
+    }
+
+    fn copy(&self, dst: &Tensor, src: &Tensor, src_strides: &[isize]) -> Result<()> {
+        self.0.copy(dst, src, src_strides)
+    }
+
+    fn fill(&self, dst: &Tensor, value: Scalar) -> Result<()> {
+        self.0.fill(dst, value)
+    }
+
+    fn transfer(&self, host: &Tensor, device: &Tensor, to_host: bool) -> Result<()> {
+        self.0.transfer(host, device, to_host)
+    }
+
+    fn unary(&self, op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        if !any_narrow(&[dst, src]) {
+            return self.0.unary(op, dst, src, in_place);
+        }
+        let (s, o) = (wide(src)?, out(dst)?);
+        self.0.unary(op, &o, &s, false)?;
+        store(dst, &o)
+    }
+
+    fn binary(&self, op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mode: BinaryMode, alpha: Option<f64>) -> Result<()> {
+        if !any_narrow(&[dst, a, b]) {
+            return self.0.binary(op, dst, a, b, mode, alpha);
+        }
+        let (wa, wb, o) = (wide(a)?, wide(b)?, out(dst)?);
+        self.0.binary(op, &o, &wa, &wb, BinaryMode::Fresh, alpha)?;
+        store(dst, &o)
+    }
+
+    fn where_(&self, dst: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        if !any_narrow(&[dst, a, b]) {
+            return self.0.where_(dst, cond, a, b);
+        }
+        let (wa, wb, o) = (wide(a)?, wide(b)?, out(dst)?);
+        self.0.where_(&o, cond, &wa, &wb)?;
+        store(dst, &o)
+    }
+
+    fn masked_fill(&self, dst: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
+        if !dst.dtype().is_narrow() {
+            return self.0.masked_fill(dst, mask, value);
+        }
+        // the value is rounded into the storage type first, as torch converts it
+        let v = Tensor::scalar(value, dst.dtype())?.item()?;
+        let w = wide(dst)?;
+        self.0.masked_fill(&w, mask, v)?;
+        store(dst, &w)
+    }
+
+    fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()> {
+        let bound_narrow = |b: &Bound<'_>| matches!(b, Bound::Tensor(t) if t.dtype().is_narrow());
+        if !any_narrow(&[dst, src]) && !bound_narrow(&lo) && !bound_narrow(&hi) {
+            return self.0.clamp(dst, src, lo, hi, in_place);
+        }
+        let widen_bound = |b: Bound<'_>| -> Result<Option<Tensor>> {
+            match b {
+                Bound::Tensor(t) => Ok(Some(wide(t)?)),
+                _ => Ok(None),
+            }
+        };
+        let (wl, wh) = (widen_bound(lo)?, widen_bound(hi)?);
+        let lo2 = match (&wl, lo) { (Some(t), _) => Bound::Tensor(t), (None, b) => b };
+        let hi2 = match (&wh, hi) { (Some(t), _) => Bound::Tensor(t), (None, b) => b };
+        let (s, o) = (wide(src)?, out(dst)?);
+        self.0.clamp(&o, &s, lo2, hi2, false)?;
+        store(dst, &o)
+    }
+
+    fn fused_unary_backward(&self, op: MathOp, dst: &Tensor, g: &Tensor, s: &Tensor) -> Result<bool> {
+        if any_narrow(&[dst, g, s]) {
+            let (wg, ws, o) = (wide(g)?, wide(s)?, out(dst)?);
+            if !self.0.fused_unary_backward(op, &o, &wg, &ws)? {
+                return Ok(false);
+            }
+            store(dst, &o)?;
+            return Ok(true);
+        }
+        self.0.fused_unary_backward(op, dst, g, s)
+    }
+
+    fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
+        if !any_narrow(&[dst, src]) {
+            return self.0.add_into(dst, src);
+        }
+        let (w, s) = (wide(dst)?, wide(src)?);
+        self.0.add_into(&w, &s)?;
+        store(dst, &w)
+    }
+
+    fn reduce(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> Result<()> {
+        if !src.dtype().is_narrow() && !values.is_some_and(|v| v.dtype().is_narrow()) {
+            return self.0.reduce(op, values, indices, src, dims);
+        }
+        let s = wide(src)?;
+        let o = values.map(out).transpose()?;
+        self.0.reduce(op, o.as_ref(), indices, &s, dims)?;
+        match (values, &o) {
+            (Some(v), Some(o)) => store(v, o),
+            _ => Ok(()),
+        }
+    }
+
+    fn softmax(&self, dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
+        if !any_narrow(&[dst, src]) {
+            return self.0.softmax(dst, src, dim, log);
+        }
+        let (s, o) = (wide(src)?, out(dst)?);
+        self.0.softmax(&o, &s, dim, log)?;
+        store(dst, &o)
+    }
+
+    fn softmax_backward(&self, grad_input: &Tensor, grad: &Tensor, result: &Tensor, dim: usize, log: bool) -> Result<bool> {
+        if !any_narrow(&[grad_input, grad, result]) {
+            return self.0.softmax_backward(grad_input, grad, result, dim, log);
+        }
+        let (g, r, o) = (wide(grad)?, wide(result)?, out(grad_input)?);
+        if !self.0.softmax_backward(&o, &g, &r, dim, log)? {
+            return Ok(false);
+        }
+        store(grad_input, &o)?;
+        Ok(true)
+    }
+
+    fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+        if !any_narrow(&[dst, a, b]) {
+            return self.0.matmul(dst, a, b);
+        }
+        let (wa, wb, o) = (wide(a)?, wide(b)?, out(dst)?);
+        self.0.matmul(&o, &wa, &wb)?;
+        store(dst, &o)
+    }
+}
