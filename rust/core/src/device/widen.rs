@@ -122,8 +122,17 @@ impl Backend for Widen {
             }
         };
         let (wl, wh) = (widen_bound(lo)?, widen_bound(hi)?);
-        let lo2 = match (&wl, lo) { (Some(t), _) => Bound::Tensor(t), (None, b) => b };
-        let hi2 = match (&wh, hi) { (Some(t), _) => Bound::Tensor(t), (None, b) => b };
+        // a number bound is converted to the tensor's type first, as torch's clamp kernel does
+        let round = |s: Scalar| -> Result<Scalar> { Tensor::scalar(s, src.dtype())?.item() };
+        let settle = |w: &'_ Option<Tensor>, b: Bound<'_>| -> Result<Option<Scalar>> {
+            Ok(match (w, b) {
+                (None, Bound::Number(s)) => Some(round(s)?),
+                _ => None,
+            })
+        };
+        let (nl, nh) = (settle(&wl, lo)?, settle(&wh, hi)?);
+        let lo2 = match (&wl, nl, lo) { (Some(t), _, _) => Bound::Tensor(t), (None, Some(s), _) => Bound::Number(s), (None, None, b) => b };
+        let hi2 = match (&wh, nh, hi) { (Some(t), _, _) => Bound::Tensor(t), (None, Some(s), _) => Bound::Number(s), (None, None, b) => b };
         let (s, o) = (wide(src)?, out(dst)?);
         self.0.clamp(&o, &s, lo2, hi2, false)?;
         store(dst, &o)

@@ -227,7 +227,15 @@ pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<
         DType::Int64 => fill!(i64, f64, |x: f64| x as i64),
         DType::Int32 => fill!(i32, f64, |x: f64| x as i32),
         DType::Bool => return Err(Error::NotImplemented("\"linspace_cpu\" not implemented for 'Bool'".into())),
-        // narrow dtypes: computed in their opmath dtype, rounded (or wrapped) once
+        // half types: torch's kernel runs in c10::Half, whose every operation rounds to half
+        d @ (DType::Float16 | DType::BFloat16) => {
+            let r = |x: f32| crate::element::round_through(d, x as f64) as f32;
+            let (a, b) = (r(start.to_f64() as f32), r(end.to_f64() as f32));
+            let step = r(r(b - a) / (n - 1) as f32);
+            let wide = Tensor::from_fn(&[n], |i| if i < half { r(a + r(step * i as f32)) } else { r(b - r(step * (n - i - 1) as f32)) })?;
+            crate::ops::copy::to_dtype_raw(&wide, d)?
+        }
+        // small integers: computed as int64, wrapped once
         d => crate::ops::copy::to_dtype_raw(&linspace(start, end, steps, d.opmath())?, d)?,
     })
 }
