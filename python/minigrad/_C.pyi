@@ -40,6 +40,7 @@ __all__ = [
     'repeat', 'roll', 'sgn', 'sort', 'topk', 'tri',
     '_cuda_sources', '_cuda_headers', '_cuda_nvrtc_options', '_cuda_register', '_cuda_unregister',
     '_cuda_driver', '_cuda_memory_stats', '_cuda_reset_peak',
+    'float16', 'bfloat16', 'uint8', 'int8', 'int16', 'promote_types',
 ]
 
 _debug_build: builtins.bool
@@ -68,6 +69,13 @@ float32: _DType
 float64: _DType
 int32: _DType
 int64: _DType
+float16: _DType
+bfloat16: _DType
+uint8: _DType
+int8: _DType
+int16: _DType
+
+def promote_types(type1: _DType, type2: _DType) -> _DType: ...
 
 @final
 class StorageOwner: ...

@@ -186,10 +186,13 @@ impl Backend for Widen {
             return self.0.softmax_backward(grad_input, grad, result, dim, log);
         }
         let (g, r, o) = (wide(grad)?, wide(result)?, out(grad_input)?);
-        if !self.0.softmax_backward(&o, &g, &r, dim, log)? {
-            return Ok(false);
+        if self.0.softmax_backward(&o, &g, &r, dim, log)? {
+            store(grad_input, &o)?;
+        } else {
+            // no fused kernel (the CPU): the composite formula, still in float32 and rounded
+            // once, as torch's half softmax backward computes
+            store(grad_input, &softmax_backward_composite(&g, &r, dim, log)?)?;
         }
-        store(grad_input, &o)?;
         Ok(true)
     }
 
@@ -200,5 +203,25 @@ impl Backend for Widen {
         let (wa, wb, o) = (wide(a)?, wide(b)?, out(dst)?);
         self.0.matmul(&o, &wa, &wb)?;
         store(dst, &o)
+    }
+}
+
+/// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,
+/// with raw ops (this runs only when no graph of the backward is recorded).
+fn softmax_backward_composite(g: &Tensor, r: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    use crate::ops::binary::binary_raw;
+    use crate::ops::Arg;
+    let t = |x: &Tensor| Arg::Tensor(x.clone());
+    let sum = |x: &Tensor| crate::ops::reduce::sum_raw(x, Some(&[dim as i64]), true, None);
+    if log {
+        let e = crate::ops::unary::unary_raw(UnaryOp::Exp, r)?;
+        let s = sum(g)?;
+        let es = binary_raw(BinaryOp::Mul, &t(&e), &t(&s), None)?;
+        binary_raw(BinaryOp::Sub, &t(g), &t(&es), None)
+    } else {
+        let gr = binary_raw(BinaryOp::Mul, &t(g), &t(r), None)?;
+        let s = sum(&gr)?;
+        let d = binary_raw(BinaryOp::Sub, &t(g), &t(&s), None)?;
+        binary_raw(BinaryOp::Mul, &t(r), &t(&d), None)
     }
 }
