@@ -447,3 +447,21 @@ def test_data_movement(name):
     same(m.masked_fill(m > 0, 3), t.masked_fill(t > 0, 3))
     same(mg.stack([m, m]), torch.stack([t, t]))
     assert math.isclose(m.float().sum().item(), t.float().sum().item())
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_sort_topk_cumsum(name):
+    m, t = _randn(name, n=60)
+    m, t = m.reshape(6, 10), t.reshape(6, 10)
+    same(m.sort(dim=1, stable=True).values, t.sort(dim=1, stable=True).values)
+    same(m.sort(dim=1, stable=True).indices, t.sort(dim=1, stable=True).indices)
+    same(m.topk(3, 1).values, t.topk(3, 1).values)
+    same(m.cumsum(1), t.cumsum(1))
+
+
+def test_conv_and_pool_refuse_half_clearly():
+    x = mg.ones(1, 1, 4, 4, dtype=mg.float16)
+    with pytest.raises(NotImplementedError, match="cast to float32 first"):
+        mg.nn.functional.conv2d(x, mg.ones(1, 1, 3, 3, dtype=mg.float16))
+    with pytest.raises(NotImplementedError, match="cast to float32 first"):
+        mg.nn.functional.max_pool2d(x, 2)

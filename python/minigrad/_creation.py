@@ -39,8 +39,7 @@ def _check_dtype(name, dtype):
 def _np_dtype_error(arr_dtype):
     return TypeError(
         f"can't convert np.ndarray of type numpy.{arr_dtype.type.__name__}. The only supported types are: "
-        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, "
-        "uint8, and bool."
+        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
     )
 
 

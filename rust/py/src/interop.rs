@@ -57,7 +57,7 @@ fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
         (b'i', 2) => DType::Int16,
         _ => {
             return Err(type_err(format!(
-                "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.",
+                "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
                 d.typeobj().str()?
             )))
         }

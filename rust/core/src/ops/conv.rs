@@ -183,6 +183,10 @@ fn geometry(xs: &[usize], ws: &[usize], p: &Conv2dParams) -> Geometry {
 
 /// Forward of a checked 4-d convolution, no autograd.
 pub fn conv2d_raw(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: &Conv2dParams) -> Result<Tensor> {
+    if x.dtype().is_narrow() {
+        // these kernels are called directly, not through the device seam's widening
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "conv2d", x.dtype().scalar_type_name())));
+    }
     let g = geometry(x.shape(), w.shape(), p);
     let out = Tensor::empty(&[g.n, g.c_out, g.oh, g.ow], x.dtype())?;
     let (x, w, b) = (contiguous_raw(x)?, contiguous_raw(w)?, b.map(contiguous_raw).transpose()?);

@@ -104,6 +104,10 @@ fn hw(x_shape: &[usize]) -> (usize, usize) {
 
 /// Max pooling forward, no autograd: (values, int64 indices into each H·W plane).
 pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
+    if x.dtype().is_narrow() {
+        // these kernels are called directly, not through the device seam's widening
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "max_pool2d", x.dtype().scalar_type_name())));
+    }
     if x.ndim() != 3 && x.ndim() != 4 {
         return Err(Error::Runtime("non-empty 3D or 4D (batch mode) tensor expected for input".into()));
     }
@@ -217,6 +221,10 @@ fn avg_linear(t: &Tensor, x_shape: Vec<usize>, out_hw: [usize; 2], win: std::syn
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], ceil_mode: bool, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
     crate::autograd::record::precheck(&[Some(x)])?;
+    if x.dtype().is_narrow() {
+        // these kernels are called directly, not through the device seam's widening
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "avg_pool2d", x.dtype().scalar_type_name())));
+    }
     if divisor_override == Some(0) {
         return Err(Error::Runtime("divisor must be not zero".into()));
     }
