@@ -160,9 +160,16 @@ def _retag(data, old, new):
     return struct.pack("<Q", len(text)) + text + data[8 + n:]
 
 
+class _Bf16Bits:
+    """A loaded entry the header called BF16: its uint16 bit patterns."""
+
+    def __init__(self, bits):
+        self.bits = bits
+
+
 def _array_to_tensor(array, requires_grad=False):
-    if array.dtype == _BF16_BITS:
-        wide = _creation.from_numpy((array.astype(np.uint32) << 16).view(np.float32))
+    if isinstance(array, _Bf16Bits):
+        wide = _creation.from_numpy((array.bits.astype(np.uint32) << 16).view(np.float32))
         tensor = wide.bfloat16()
         return tensor.requires_grad_(True) if requires_grad else tensor
     if array.dtype not in _DTYPES:
@@ -222,12 +229,14 @@ def load(f):
 
     try:
         header = _read_header(data)
-        if any(isinstance(e, dict) and e.get("dtype") == "BF16" for e in header.values()):
+        bf16 = {n for n, e in header.items() if isinstance(e, dict) and e.get("dtype") == "BF16"}
+        if bf16:
             data = _retag(data, "BF16", "U16")
         try:
             arrays = safetensors.numpy.load(data)
         except Exception as e:  # the library's SafetensorError and numpy's errors on bad shapes/dtypes
             raise _Corrupt(str(e)) from None
+        arrays = {n: _Bf16Bits(a) if n in bf16 else a for n, a in arrays.items()}
         metadata = header.get("__metadata__") or {}
         if _FORMAT_KEY not in metadata:
             return {name: _array_to_tensor(array) for name, array in arrays.items()}
