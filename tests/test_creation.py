@@ -104,16 +104,17 @@ def test_tensor_from_numpy_copies(arr):
     assert_same(m, t)
 
 
-@pytest.mark.parametrize("np_dtype", [np.float16, np.uint8, np.int16, np.int8, np.complex64, np.uint16, np.object_])
+@pytest.mark.parametrize("np_dtype", [np.complex64, np.uint16, np.uint32, np.object_])
 @pytest.mark.parametrize("fn", ["from_numpy", "tensor", "as_tensor"])
 def test_unsupported_numpy_dtypes(np_dtype, fn):
-    """torch has more dtypes than minigrad's five (a documented divergence): minigrad refuses the
+    """torch has more dtypes than minigrad's ten (a documented divergence): minigrad refuses the
     others with torch's error type and wording, listing the dtypes it does support."""
     arr = np.zeros(3, dtype=np_dtype)
     with pytest.raises(TypeError) as e:
         getattr(mg, fn)(arr)
     assert str(e.value) == (f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. "
-                            "The only supported types are: float64, float32, int64, int32, and bool.")
+                            "The only supported types are: float64, float32, float16, int64, int32, int16, int8, "
+                            "uint8, and bool.")
     if np_dtype is np.object_:
         with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.object_"):
             torch.from_numpy(arr)

@@ -185,7 +185,7 @@ CORRUPT = {
         {"__metadata__": {"minigrad": '{"version": 1, "root": ' + "[" * 100000 + "]" * 100000 + "}"}}),
     "items not pairs": lambda data: _with_header(
         {"__metadata__": {"minigrad": json.dumps({"version": 1, "root": {"kind": "dict", "items": [[1, 2, 3]]}})}}),
-    "unsupported dtype": lambda data: _with_header({"x": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})
+    "unsupported dtype": lambda data: _with_header({"x": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}})
     + b"\0" * 4,
 }
 

@@ -41,6 +41,7 @@ __all__ = [
     '_cuda_sources', '_cuda_headers', '_cuda_nvrtc_options', '_cuda_register', '_cuda_unregister',
     '_cuda_driver', '_cuda_memory_stats', '_cuda_reset_peak',
     '_cuda_manual_seed', '_cuda_manual_seed_all', '_cuda_rng_state', '_cuda_set_rng_state',
+    'float16', 'bfloat16', 'uint8', 'int8', 'int16', 'promote_types',
 ]
 
 _debug_build: builtins.bool
@@ -69,6 +70,13 @@ float32: _DType
 float64: _DType
 int32: _DType
 int64: _DType
+float16: _DType
+bfloat16: _DType
+uint8: _DType
+int8: _DType
+int16: _DType
+
+def promote_types(type1: _DType, type2: _DType) -> _DType: ...
 
 @final
 class StorageOwner: ...

@@ -7,7 +7,9 @@
 """
 
 from . import _C
-from ._C import bool, dtype, float32, float64, int32, int64  # noqa: A004 (torch's names)
+from ._C import (  # noqa: A004 (torch's names)
+    bfloat16, bool, dtype, float16, float32, float64, int8, int16, int32, int64, promote_types, uint8,
+)
 from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, zeros,
@@ -33,6 +35,8 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
+half = float16
+short = int16
 
 _C._set_classes(Tensor, Size)
 

@@ -16,7 +16,8 @@ from ._size import Size
 
 _NP_DTYPES = {
     _np.dtype(_np.float32): _C.float32, _np.dtype(_np.float64): _C.float64, _np.dtype(_np.int64): _C.int64,
-    _np.dtype(_np.int32): _C.int32, _np.dtype(_np.bool_): _C.bool,
+    _np.dtype(_np.int32): _C.int32, _np.dtype(_np.bool_): _C.bool, _np.dtype(_np.float16): _C.float16,
+    _np.dtype(_np.uint8): _C.uint8, _np.dtype(_np.int8): _C.int8, _np.dtype(_np.int16): _C.int16,
 }
 _TO_NP = {v: k for k, v in _NP_DTYPES.items()}
 _MAX_DIMS = 64
@@ -38,7 +39,7 @@ def _check_dtype(name, dtype):
 def _np_dtype_error(arr_dtype):
     return TypeError(
         f"can't convert np.ndarray of type numpy.{arr_dtype.type.__name__}. The only supported types are: "
-        "float64, float32, int64, int32, and bool."
+        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
     )
 
 
@@ -97,14 +98,19 @@ def _infer_dtype(obj):
     raise RuntimeError(f"Could not infer dtype of {type_name(obj)}")
 
 
-_ORDER = [_C.bool, _C.int32, _C.int64, _C.float32, _C.float64]
+_promote = _C.promote_types
 
-
-def _promote(a, b):
-    return _ORDER[max(_ORDER.index(a), _ORDER.index(b))]
-
-
-_INT_RANGE = {_C.int64: (-(2**63), 2**63 - 1, "int64"), _C.int32: (-(2**31), 2**31 - 1, "int32")}
+# (lowest int, highest, lowest float, name): torch's `overflows` lets an unsigned type take
+# negative ints down to -max (they wrap) but no negative float.
+_INT_RANGE = {
+    _C.int64: (-(2**63), 2**63 - 1, -(2**63), "int64"), _C.int32: (-(2**31), 2**31 - 1, -(2**31), "int32"),
+    _C.int16: (-(2**15), 2**15 - 1, -(2**15), "int16"), _C.int8: (-128, 127, -128, "int8"),
+    _C.uint8: (-255, 255, 0, "uint8"),
+}
+# narrow dtypes are stored through a wide container and one cast (float: through float32, as
+# c10::Half(double) converts; ints wrap)
+_CONTAINER = {_C.float16: _C.float32, _C.bfloat16: _C.float32, _C.uint8: _C.int64, _C.int8: _C.int64,
+              _C.int16: _C.int64}
 
 
 def _to_double(obj):
@@ -131,9 +137,9 @@ def _store_scalar(obj, dtype):
         return _to_double(obj)
     if dtype == _C.bool:
         return bool(obj) if isinstance(obj, float) else bool(_operator.index(obj))
-    lo, hi, name = _INT_RANGE[dtype]
+    lo, hi, flo, name = _INT_RANGE[dtype]
     if isinstance(obj, float):
-        if obj != obj or not lo <= obj <= hi:
+        if obj != obj or not flo <= obj <= hi:
             raise RuntimeError(f"value cannot be converted to type {name} without overflow")
         return int(obj)
     v = _to_long(obj)
@@ -165,13 +171,14 @@ def _recursive_store(obj, sizes, dim, dtype, out):
 def _from_python(data, dtype):
     sizes = _compute_sizes(data)
     dtype = _infer_dtype(data) if dtype is None else dtype
-    out = _C.empty(*sizes, dtype=dtype)
+    container = _CONTAINER.get(dtype, dtype)
+    out = _C.empty(*sizes, dtype=container)
     if out.numel():  # (torch reads no element at all when there is none to store)
         flat = []
         _recursive_store(data, sizes, 0, dtype, flat)
         with _np.errstate(over="ignore"):
-            out.numpy()[...] = _np.array(flat, dtype=_TO_NP[dtype]).reshape(sizes)
-    return out
+            out.numpy()[...] = _np.array(flat, dtype=_TO_NP[container]).reshape(sizes)
+    return out if container is dtype else _C.to_dtype_(out, dtype)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False):

@@ -118,6 +118,21 @@ class Tensor(_C.TensorBase):
     def bool(self):
         return _C.to_dtype_(self, _C.bool)
 
+    def half(self):
+        return _C.to_dtype_(self, _C.float16)
+
+    def bfloat16(self):
+        return _C.to_dtype_(self, _C.bfloat16)
+
+    def byte(self):
+        return _C.to_dtype_(self, _C.uint8)
+
+    def char(self):
+        return _C.to_dtype_(self, _C.int8)
+
+    def short(self):
+        return _C.to_dtype_(self, _C.int16)
+
     def numpy(self, *, force=False):
         """Shares memory with the tensor (no copy), as torch's does for CPU tensors."""
         _check_host(self)
@@ -144,7 +159,8 @@ class Tensor(_C.TensorBase):
                 "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients aren't "
                 "required, use var.detach() to get Variable that doesn't require grad."
             )
-        typestr = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1"}[str(self.dtype).split(".")[-1]]
+        typestr = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "int64": "<i8", "bool": "|b1", "float16": "<f2",
+                   "bfloat16": "<V2", "uint8": "|u1", "int8": "|i1", "int16": "<i2"}[str(self.dtype).split(".")[-1]]
         itemsize = self.element_size()
         strides = None if self.is_contiguous() else tuple(s * itemsize for s in self.stride())
         data_ptr = self.data_ptr() if self.numel() else 0

@@ -23,7 +23,10 @@ __all__ = ["save", "load"]
 _FORMAT_KEY = "minigrad"  # metadata entry holding the JSON structure
 _FORMAT_VERSION = 1
 _DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.int32),
-           np.dtype(np.bool_)}
+           np.dtype(np.bool_), np.dtype(np.float16), np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)}
+# NumPy has no bfloat16: its entries travel as uint16 bit patterns (a dtype minigrad has not, so
+# every uint16 array here is one) and the header says "BF16", as torch's safetensors files do.
+_BF16_BITS = np.dtype(np.uint16)
 
 
 # ----- saving -------------------------------------------------------------------------
@@ -75,6 +78,10 @@ class _Encoder:
 
 
 def _tensor_to_array(tensor):
+    if str(tensor.dtype) == "minigrad.bfloat16":
+        # bfloat16 is the top half of a float32 (the widening is exact)
+        wide = tensor.detach().cpu().float().numpy()
+        return (wide.view(np.uint32) >> 16).astype(np.uint16)
     array = tensor.detach().cpu().numpy()  # a cuda tensor is copied to the host (and loads there)
     if array.dtype not in _DTYPES:
         raise TypeError(f"minigrad.save: unsupported tensor dtype {tensor.dtype}")
@@ -105,6 +112,8 @@ def save(obj, f):
 
     metadata = {_FORMAT_KEY: json.dumps({"version": _FORMAT_VERSION, "root": structure})}
     data = safetensors.numpy.save(encoder.arrays, metadata=metadata)
+    if any(a.dtype == _BF16_BITS for a in encoder.arrays.values()):
+        data = _retag(data, "U16", "BF16")
 
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as handle:
@@ -139,7 +148,30 @@ def _read_header(data):
     return header
 
 
+def _retag(data, old, new):
+    """`data` with every tensor entry of dtype `old` relabelled `new` (same bytes, new header)."""
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    for name, entry in header.items():
+        if name != "__metadata__" and isinstance(entry, dict) and entry.get("dtype") == old:
+            entry["dtype"] = new
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the data section stays 8-byte aligned
+    return struct.pack("<Q", len(text)) + text + data[8 + n:]
+
+
+class _Bf16Bits:
+    """A loaded entry the header called BF16: its uint16 bit patterns."""
+
+    def __init__(self, bits):
+        self.bits = bits
+
+
 def _array_to_tensor(array, requires_grad=False):
+    if isinstance(array, _Bf16Bits):
+        wide = _creation.from_numpy((array.bits.astype(np.uint32) << 16).view(np.float32))
+        tensor = wide.bfloat16()
+        return tensor.requires_grad_(True) if requires_grad else tensor
     if array.dtype not in _DTYPES:
         raise _Corrupt(f"tensor dtype {array.dtype} is not supported by minigrad")
     if requires_grad not in (True, False):
@@ -201,10 +233,14 @@ def load(f):
 
     try:
         header = _read_header(data)
+        bf16 = {n for n, e in header.items() if isinstance(e, dict) and e.get("dtype") == "BF16"}
+        if bf16:
+            data = _retag(data, "BF16", "U16")
         try:
             arrays = safetensors.numpy.load(data)
         except Exception as e:  # the library's SafetensorError and numpy's errors on bad shapes/dtypes
             raise _Corrupt(str(e)) from None
+        arrays = {n: _Bf16Bits(a) if n in bf16 else a for n, a in arrays.items()}
         metadata = header.get("__metadata__") or {}
         if _FORMAT_KEY not in metadata:
             return {name: _array_to_tensor(array) for name, array in arrays.items()}

@@ -1,4 +1,9 @@
-//! The five dtypes, Python-scalar values, and torch's type-promotion rules.
+//! The dtypes, Python-scalar values, and torch's type-promotion rules.
+//!
+//! Five dtypes compute natively (bool, int32, int64, float32, float64). The five "narrow" ones
+//! (float16, bfloat16, uint8, int8, int16) are storage formats: memory, casts, copies and data
+//! movement handle them natively, and arithmetic widens them to their `opmath` dtype and rounds
+//! once into the result (`device::widen`), as torch computes half in float32.
 
 use crate::error::{Error, Result};
 
@@ -9,6 +14,12 @@ pub enum DType {
     Int64,
     Float32,
     Float64,
+    // narrow storage dtypes (appended: the derived order is not the promotion order)
+    Float16,
+    BFloat16,
+    UInt8,
+    Int8,
+    Int16,
 }
 
 /// Kinds ordered the way torch's `combine_categories` ranks them.
@@ -20,12 +31,38 @@ pub enum Category {
 }
 
 impl DType {
+    /// The dtypes kernels compute in.
     pub const ALL: [DType; 5] = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64];
+    /// The storage-only dtypes (see the module comment).
+    pub const NARROW: [DType; 5] = [DType::Float16, DType::BFloat16, DType::UInt8, DType::Int8, DType::Int16];
+    /// Every dtype, compute ones first.
+    pub const EVERY: [DType; 10] = [
+        DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64,
+        DType::Float16, DType::BFloat16, DType::UInt8, DType::Int8, DType::Int16,
+    ];
+
+    /// A storage-only dtype, computed in `opmath()`.
+    #[inline]
+    pub fn is_narrow(self) -> bool {
+        matches!(self, DType::Float16 | DType::BFloat16 | DType::UInt8 | DType::Int8 | DType::Int16)
+    }
+
+    /// The dtype arithmetic on this dtype runs in: float32 for half types (torch's opmath),
+    /// int64 for the small integers (exact, then wrapped by the narrowing store), else itself.
+    #[inline]
+    pub fn opmath(self) -> DType {
+        match self {
+            DType::Float16 | DType::BFloat16 => DType::Float32,
+            DType::UInt8 | DType::Int8 | DType::Int16 => DType::Int64,
+            d => d,
+        }
+    }
 
     #[inline]
     pub fn size(self) -> usize {
         match self {
-            DType::Bool => 1,
+            DType::Bool | DType::UInt8 | DType::Int8 => 1,
+            DType::Int16 | DType::Float16 | DType::BFloat16 => 2,
             DType::Int32 | DType::Float32 => 4,
             DType::Int64 | DType::Float64 => 8,
         }
@@ -33,13 +70,13 @@ impl DType {
 
     #[inline]
     pub fn is_floating(self) -> bool {
-        matches!(self, DType::Float32 | DType::Float64)
+        matches!(self, DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16)
     }
 
     #[inline]
     pub fn is_integral(self, include_bool: bool) -> bool {
         match self {
-            DType::Int32 | DType::Int64 => true,
+            DType::Int32 | DType::Int64 | DType::UInt8 | DType::Int8 | DType::Int16 => true,
             DType::Bool => include_bool,
             _ => false,
         }
@@ -48,8 +85,8 @@ impl DType {
     pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
-            DType::Int32 | DType::Int64 => Category::Integer,
-            DType::Float32 | DType::Float64 => Category::Floating,
+            DType::Int32 | DType::Int64 | DType::UInt8 | DType::Int8 | DType::Int16 => Category::Integer,
+            DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16 => Category::Floating,
         }
     }
 
@@ -61,6 +98,11 @@ impl DType {
             DType::Int64 => "Long",
             DType::Float32 => "Float",
             DType::Float64 => "Double",
+            DType::Float16 => "Half",
+            DType::BFloat16 => "BFloat16",
+            DType::UInt8 => "Byte",
+            DType::Int8 => "Char",
+            DType::Int16 => "Short",
         }
     }
 
@@ -73,6 +115,11 @@ impl DType {
             DType::Int64 => "long int",
             DType::Float32 => "float",
             DType::Float64 => "double",
+            DType::Float16 => "c10::Half",
+            DType::BFloat16 => "c10::BFloat16",
+            DType::UInt8 => "unsigned char",
+            DType::Int8 => "signed char",
+            DType::Int16 => "short int",
         }
     }
 
@@ -84,6 +131,11 @@ impl DType {
             DType::Int64 => "int64",
             DType::Float32 => "float32",
             DType::Float64 => "float64",
+            DType::Float16 => "float16",
+            DType::BFloat16 => "bfloat16",
+            DType::UInt8 => "uint8",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
         }
     }
 
@@ -94,6 +146,11 @@ impl DType {
             "int64" | "long" => DType::Int64,
             "float32" | "float" => DType::Float32,
             "float64" | "double" => DType::Float64,
+            "float16" | "half" => DType::Float16,
+            "bfloat16" => DType::BFloat16,
+            "uint8" => DType::UInt8,
+            "int8" => DType::Int8,
+            "int16" | "short" => DType::Int16,
             _ => return None,
         })
     }
@@ -106,14 +163,59 @@ impl DType {
             DType::Int64 => "LongTensor",
             DType::Float32 => "FloatTensor",
             DType::Float64 => "DoubleTensor",
+            DType::Float16 => "HalfTensor",
+            DType::BFloat16 => "BFloat16Tensor",
+            DType::UInt8 => "ByteTensor",
+            DType::Int8 => "CharTensor",
+            DType::Int16 => "ShortTensor",
         }
     }
 }
 
-/// Promotes two dtypes. For these five dtypes torch's lattice is a chain.
-#[inline]
+/// Promotes two dtypes as `torch.promote_types`. Bool yields to anything; integers promote to
+/// the wider signed type (uint8 with a signed type needs at least int16); any float beats any
+/// integer; float16 with bfloat16 needs float32.
 pub fn promote_types(a: DType, b: DType) -> DType {
-    a.max(b)
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    // rank inside a category: the wider type wins
+    let int_rank = |d: DType| match d {
+        UInt8 | Int8 => 1,
+        Int16 => 2,
+        Int32 => 3,
+        _ => 4,
+    };
+    let float_rank = |d: DType| match d {
+        Float16 | BFloat16 => 1,
+        Float32 => 2,
+        _ => 3,
+    };
+    match (a.category(), b.category()) {
+        (Category::Bool, _) => b,
+        (_, Category::Bool) => a,
+        (Category::Floating, Category::Integer) => a,
+        (Category::Integer, Category::Floating) => b,
+        (Category::Integer, Category::Integer) => {
+            if matches!((a, b), (UInt8, Int8) | (Int8, UInt8)) {
+                Int16
+            } else if int_rank(a) >= int_rank(b) {
+                a
+            } else {
+                b
+            }
+        }
+        _ => {
+            if float_rank(a) == 1 && float_rank(b) == 1 {
+                Float32
+            } else if float_rank(a) >= float_rank(b) {
+                a
+            } else {
+                b
+            }
+        }
+    }
 }
 
 /// `can_cast(from, to)`: torch forbids only casts to a lower category.

@@ -38,7 +38,7 @@ pub mod fill {
     /// layer use it only on tensors nobody else can see yet (fresh outputs); in-place `fill_`
     /// goes through `ops::write`.
     pub fn fill(t: &Tensor, value: Scalar) {
-        crate::dispatch!(t.dtype(), T => {
+        crate::dispatch_all!(t.dtype(), T => {
             let v = T::from_scalar(value);
             // SAFETY: the tensor's layout lies within its storage; fill writes each element once
             // and reads nothing, and callers guarantee no internal overlap of `t`.

@@ -9,7 +9,7 @@
 //! element of work through `device::backend_for`).
 
 pub use minigrad_base::{alloc, dtype, element, error, layout, shape, storage};
-pub use minigrad_base::{bail, dispatch, dispatch_float};
+pub use minigrad_base::{bail, dispatch, dispatch_all, dispatch_float};
 
 pub mod autograd;
 pub mod device;

@@ -241,6 +241,6 @@ impl Tensor {
         }
         let host = crate::ops::copy::to_device_raw(self, Device::Cpu)?;
         // SAFETY: one element exists at data_ptr, in host memory.
-        Ok(crate::dispatch!(host.dtype(), T => unsafe { (*host.data_ptr::<T>()).to_scalar() }))
+        Ok(crate::dispatch_all!(host.dtype(), T => unsafe { (*host.data_ptr::<T>()).to_scalar() }))
     }
 }

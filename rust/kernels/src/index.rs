@@ -141,6 +141,28 @@ pub trait Accumulate: Element {
     fn acc(self, y: Self) -> Self;
 }
 
+/// The narrow dtypes: each step rounds (or wraps) into the storage type, as torch's kernel.
+macro_rules! wrapping_accumulate {
+    ($($t:ty),*) => {$(
+        impl Accumulate for $t {
+            fn acc(self, y: Self) -> Self {
+                self.wrapping_add(y)
+            }
+        }
+    )*};
+}
+wrapping_accumulate!(u8, i8, i16);
+impl Accumulate for minigrad_base::element::f16 {
+    fn acc(self, y: Self) -> Self {
+        Self::from_f32(self.to_f32() + y.to_f32())
+    }
+}
+impl Accumulate for minigrad_base::element::bf16 {
+    fn acc(self, y: Self) -> Self {
+        Self::from_f32(self.to_f32() + y.to_f32())
+    }
+}
+
 impl Accumulate for f32 {
     fn acc(self, y: Self) -> Self {
         self + y

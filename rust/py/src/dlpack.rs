@@ -68,6 +68,11 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::Int64 => (0, 64),
         DType::Int32 => (0, 32),
         DType::Bool => (6, 8),
+        DType::Float16 => (2, 16),
+        DType::BFloat16 => (4, 16),
+        DType::UInt8 => (1, 8),
+        DType::Int8 => (0, 8),
+        DType::Int16 => (0, 16),
     };
     DLDataType { code, bits, lanes: 1 }
 }
@@ -79,8 +84,13 @@ fn dtype_of(t: DLDataType) -> PyResult<DType> {
         (0, 64, 1) => DType::Int64,
         (0, 32, 1) => DType::Int32,
         (6, 8, 1) => DType::Bool,
+        (2, 16, 1) => DType::Float16,
+        (4, 16, 1) => DType::BFloat16,
+        (1, 8, 1) => DType::UInt8,
+        (0, 8, 1) => DType::Int8,
+        (0, 16, 1) => DType::Int16,
         _ => return Err(type_err(format!(
-            "minigrad.from_dlpack: unsupported dtype (DLPack code {}, {} bits, {} lanes); minigrad holds float32, float64, int64, int32 and bool",
+            "minigrad.from_dlpack: unsupported dtype (DLPack code {}, {} bits, {} lanes); minigrad holds float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8 and bool",
             t.code, t.bits, t.lanes
         ))),
     })

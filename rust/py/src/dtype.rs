@@ -1,4 +1,4 @@
-//! `minigrad.dtype`: the Python objects for float32, float64, int64, int32, bool.
+//! `minigrad.dtype`: the Python objects for every dtype, and `promote_types`.
 
 use minigrad_core::DType;
 use pyo3::prelude::*;
@@ -20,7 +20,7 @@ impl PyDType {
     }
     #[getter]
     fn is_signed(&self) -> bool {
-        self.d != DType::Bool
+        !matches!(self.d, DType::Bool | DType::UInt8)
     }
     #[getter]
     fn itemsize(&self) -> usize {
@@ -29,6 +29,12 @@ impl PyDType {
     fn __reduce__(&self) -> String {
         self.d.name().to_string()
     }
+}
+
+/// `torch.promote_types(type1, type2)`.
+#[pyfunction]
+pub fn promote_types(type1: PyDType, type2: PyDType) -> PyDType {
+    minigrad_core::dtype::promote_types(type1.d, type2.d).into()
 }
 
 impl From<DType> for PyDType {

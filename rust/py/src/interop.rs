@@ -26,7 +26,11 @@ pub fn to_numpy(py: Python<'_>, x: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>
     let shape = IxDyn(t.shape());
     // (an array without elements gets zero strides, as torch's numpy() gives it)
     let strides = IxDyn(&t.strides().iter().map(|&s| if t.numel() == 0 { 0 } else { s as usize }).collect::<Vec<_>>());
-    let arr = minigrad_core::dispatch!(t.dtype(), T => {
+    if t.dtype() == DType::BFloat16 {
+        // NumPy has no bfloat16 (torch's words)
+        return Err(type_err("Got unsupported ScalarType BFloat16".to_string()));
+    }
+    let arr = minigrad_core::dispatch_all!(t.dtype(), T => {
         // SAFETY: the pointer and layout describe elements inside `t.storage` (checked when the
         // layout was made; strides are non-negative), which `owner` keeps alive and never
         // reallocates; the returned array holds `owner` as its base object.
@@ -47,9 +51,13 @@ fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
         (b'i', 8) => DType::Int64,
         (b'i', 4) => DType::Int32,
         (b'b', 1) => DType::Bool,
+        (b'f', 2) => DType::Float16,
+        (b'u', 1) => DType::UInt8,
+        (b'i', 1) => DType::Int8,
+        (b'i', 2) => DType::Int16,
         _ => {
             return Err(type_err(format!(
-                "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, int32, and bool.",
+                "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
                 d.typeobj().str()?
             )))
         }

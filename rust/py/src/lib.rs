@@ -30,9 +30,10 @@ mod tensor;
 fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::TensorBase>()?;
     m.add_class::<dtype::PyDType>()?;
-    for d in minigrad_core::DType::ALL {
+    for d in minigrad_core::DType::EVERY {
         m.add(d.name(), dtype::PyDType::from(d))?;
     }
+    m.add_function(wrap_pyfunction!(dtype::promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_set_classes, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_make_subclass, m)?)?;
     m.add("_debug_build", cfg!(debug_assertions))?;

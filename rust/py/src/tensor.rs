@@ -455,7 +455,7 @@ impl TensorBase {
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let t = copy::contiguous_raw(&self.t).map_err(to_py)?;
-        let flat: Vec<Py<PyAny>> = minigrad_core::dispatch!(t.dtype(), T => {
+        let flat: Vec<Py<PyAny>> = minigrad_core::dispatch_all!(t.dtype(), T => {
             t.to_vec::<T>().map_err(to_py)?.into_iter().map(|v| crate::convert::scalar_to_py(py, minigrad_core::element::Element::to_scalar(v))).collect::<PyResult<Vec<_>>>()?
         });
         nest(py, &flat, self.t.shape())

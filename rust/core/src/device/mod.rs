@@ -12,6 +12,7 @@
 //! closure cannot be sent to a GPU, an enum names a kernel on every device.
 
 mod cpu;
+mod widen;
 
 pub use minigrad_base::device::{check_same_device, Device};
 
@@ -434,7 +435,9 @@ pub enum Bound<'a> {
     Tensor(&'a Tensor),
 }
 
-static CPU: cpu::Cpu = cpu::Cpu;
+static CPU_KERNELS: cpu::Cpu = cpu::Cpu;
+/// The CPU backend, behind the narrow-dtype widening every backend gets (`widen.rs`).
+static CPU: widen::Widen = widen::Widen(&CPU_KERNELS);
 
 /// Backends registered for CUDA devices, by ordinal (filled by the bindings).
 static CUDA: RwLock<Vec<Option<&'static dyn Backend>>> = RwLock::new(Vec::new());
@@ -450,7 +453,7 @@ pub fn register(backend: Box<dyn Backend>) -> Result<()> {
     if table.len() <= i {
         table.resize(i + 1, None);
     }
-    table[i] = Some(Box::leak(backend));
+    table[i] = Some(Box::leak(Box::new(widen::Widen(Box::leak(backend)))));
     Ok(())
 }
 

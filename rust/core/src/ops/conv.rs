@@ -184,6 +184,10 @@ fn geometry(xs: &[usize], ws: &[usize], p: &Conv2dParams) -> Geometry {
 
 /// Forward of a checked 4-d convolution, no autograd: the device's `Backend::conv2d`.
 pub fn conv2d_raw(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: &Conv2dParams) -> Result<Tensor> {
+    if x.dtype().is_narrow() {
+        // the conv/pool kernels take float32/float64 only (the widening wrapper passes them through)
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "conv2d", x.dtype().scalar_type_name())));
+    }
     let backend = crate::device::backend_for(&[Some(x), Some(w), b].into_iter().flatten().collect::<Vec<_>>())?;
     let g = geometry(x.shape(), w.shape(), p);
     let out = Tensor::empty_on(&[g.n, g.c_out, g.oh, g.ow], x.dtype(), x.device())?;

@@ -22,7 +22,7 @@ pub fn copy_kernel(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// The CPU's cast-copy loop (the CPU backend's `copy`).
 pub(crate) fn cpu_kernel(dst: &Tensor, src: &Tensor, strides: &[isize]) {
-    crate::dispatch!(dst.dtype(), D => crate::dispatch!(src.dtype(), S => {
+    crate::dispatch_all!(dst.dtype(), D => crate::dispatch_all!(src.dtype(), S => {
         // SAFETY: both layouts lie inside their storages; dst does not overlap src (caller).
         unsafe { map::<S, D>(dst.shape(), Arg::of(dst), Arg::broadcast(src, strides), D::cast_from) }
     }))

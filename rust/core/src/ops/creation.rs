@@ -42,6 +42,11 @@ fn fill_with<T: Element>(shape: &[usize], mut next: impl FnMut() -> T) -> Result
     Tensor::from_fn(shape, |_| next())
 }
 
+/// float16/bfloat16 draw their random values in float32 and round them.
+fn narrow_float(dtype: DType) -> Option<DType> {
+    (dtype.is_narrow() && dtype.is_floating()).then_some(DType::Float32)
+}
+
 fn require_float(dtype: DType, what: &str) -> Result<()> {
     if !dtype.is_floating() {
         return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", what, dtype.scalar_type_name())));
@@ -51,6 +56,9 @@ fn require_float(dtype: DType, what: &str) -> Result<()> {
 
 /// Uniform on [0, 1) (drawn in the dtype's own precision, so float32 never rounds up to 1).
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    if let Some(wide) = narrow_float(dtype) {
+        return crate::ops::copy::to_dtype_raw(&rand(shape, wide)?, dtype);
+    }
     require_float(dtype, "check_uniform_bounds")?;
     with_rng(|r| match dtype {
         DType::Float32 => fill_with::<f32>(shape, || r.random::<f32>()),
@@ -64,6 +72,9 @@ pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
         return Ok(Tensor::empty(shape, dtype)?);
     }
     require_float(dtype, "normal_kernel_cpu")?;
+    if let Some(wide) = narrow_float(dtype) {
+        return crate::ops::copy::to_dtype_raw(&randn(shape, wide)?, dtype);
+    }
     with_rng(|r| {
         crate::dispatch_float!(dtype, T => fill_with::<T>(shape, || {
             let v: f64 = StandardNormal.sample(r);
@@ -83,6 +94,9 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
     let (min, max) = match dtype {
         DType::Bool => (0, 1),
         DType::Int32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::UInt8 => (0, u8::MAX as i64),
+        DType::Int8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::Int16 => (i16::MIN as i64, i16::MAX as i64),
         _ => (i64::MIN, i64::MAX),
     };
     for (v, name) in [(low, "from"), (high - 1, "to - 1")] {
@@ -90,7 +104,7 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
             return Err(Error::Runtime(format!("{} is out of bounds for {}", name, dtype.type_meta_name())));
         }
     }
-    with_rng(|r| crate::dispatch!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high)))))
+    with_rng(|r| crate::dispatch_all!(dtype, T => fill_with::<T>(shape, || T::from_i64(r.random_range(low..high)))))
 }
 
 /// The largest float32 below `x`.
@@ -107,6 +121,9 @@ fn next_down_f32(x: f32) -> f32 {
 /// A tensor of `shape` and float `dtype` with `uniform_`'s values: in [from, to) once rounded to
 /// the dtype (kernel level; `uniform_` copies it in inside the write path).
 pub fn uniform_tensor(shape: &[usize], from: f64, to: f64, dtype: DType) -> Result<Tensor> {
+    if let Some(wide) = narrow_float(dtype) {
+        return crate::ops::copy::to_dtype_raw(&uniform_tensor(shape, from, to, wide)?, dtype);
+    }
     with_rng(|r| {
         let mut next = || {
             let v = from + (to - from) * r.random::<f64>();
@@ -123,6 +140,9 @@ pub fn uniform_tensor(shape: &[usize], from: f64, to: f64, dtype: DType) -> Resu
 
 /// A tensor of `shape` and float `dtype` with `normal_`'s values, mean + std * N(0, 1).
 pub fn normal_tensor(shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Tensor> {
+    if let Some(wide) = narrow_float(dtype) {
+        return crate::ops::copy::to_dtype_raw(&normal_tensor(shape, mean, std, wide)?, dtype);
+    }
     with_rng(|r| {
         crate::dispatch_float!(dtype, T => Tensor::from_fn(shape, |_| {
             let v: f64 = StandardNormal.sample(r);
@@ -197,7 +217,7 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         return Err(Error::Runtime("invalid size, possible overflow?".into()));
     }
     let n = size_d as usize;
-    crate::dispatch!(dtype, T => {
+    crate::dispatch_all!(dtype, T => {
         if dtype.is_floating() {
             Tensor::from_fn(&[n], |i| T::from_f64(ds + dst * i as f64))
         } else {
@@ -237,6 +257,16 @@ pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<
         DType::Int64 => fill!(i64, f64, |x: f64| x as i64),
         DType::Int32 => fill!(i32, f64, |x: f64| x as i32),
         DType::Bool => return Err(Error::NotImplemented("\"linspace_cpu\" not implemented for 'Bool'".into())),
+        // half types: torch's kernel runs in c10::Half, whose every operation rounds to half
+        d @ (DType::Float16 | DType::BFloat16) => {
+            let r = |x: f32| crate::element::round_through(d, x as f64) as f32;
+            let (a, b) = (r(start.to_f64() as f32), r(end.to_f64() as f32));
+            let step = r(r(b - a) / (n - 1) as f32);
+            let wide = Tensor::from_fn(&[n], |i| if i < half { r(a + r(step * i as f32)) } else { r(b - r(step * (n - i - 1) as f32)) })?;
+            crate::ops::copy::to_dtype_raw(&wide, d)?
+        }
+        // small integers: computed as int64, wrapped once
+        d => crate::ops::copy::to_dtype_raw(&linspace(start, end, steps, d.opmath())?, d)?,
     })
 }
 
@@ -251,7 +281,7 @@ pub fn eye(n: i64, m: Option<i64>, dtype: DType) -> Result<Tensor> {
     let (n, m) = (n as usize, m as usize);
     crate::shape::checked_numel(&[n, m])?; // torch's eye resizes first: its numel check comes first
     let t = Tensor::zeros(&[n, m], dtype)?;
-    crate::dispatch!(dtype, T => {
+    crate::dispatch_all!(dtype, T => {
         let p = t.data_ptr::<T>();
         for i in 0..n.min(m) {
             // SAFETY: t is fresh, contiguous n*m; i*m+i < n*m.

@@ -62,6 +62,12 @@ pub fn c_type(dtype: DType) -> &'static str {
         DType::Int64 => "long long",
         DType::Int32 => "int",
         DType::Bool => "bool",
+        // storage-only dtypes (cuda_common.cuh): half formats are 16-bit words
+        DType::Float16 => "mg_half",
+        DType::BFloat16 => "mg_bf16",
+        DType::UInt8 => "unsigned char",
+        DType::Int8 => "signed char",
+        DType::Int16 => "short",
     }
 }
 

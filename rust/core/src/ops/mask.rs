@@ -20,7 +20,7 @@ pub fn nonzero(x: &Tensor) -> crate::error::Result<Tensor> {
 pub(crate) fn nonzero_cpu_kernel(c: &Tensor) -> crate::error::Result<Tensor> {
     let numel = c.numel();
     let k = c.ndim();
-    let (n, t) = crate::dispatch!(c.dtype(), T => {
+    let (n, t) = crate::dispatch_all!(c.dtype(), T => {
         // SAFETY: `c` is contiguous: `numel` elements of T start at its data pointer.
         let data = unsafe { std::slice::from_raw_parts(c.data_ptr::<T>() as *const T, numel) };
         let n = k::count_nonzero(data);
@@ -58,7 +58,7 @@ pub(crate) fn masked_select_cpu_kernel(v: &Tensor, m: &Tensor) -> Result<Tensor>
     let numel = m.numel();
     // SAFETY: `m` is contiguous with `numel` bools.
     let flags = unsafe { std::slice::from_raw_parts(m.data_ptr::<bool>() as *const bool, numel) };
-    crate::dispatch!(v.dtype(), T => {
+    crate::dispatch_all!(v.dtype(), T => {
         // SAFETY: `v` is contiguous with `numel` elements of T.
         let data = unsafe { std::slice::from_raw_parts(v.data_ptr::<T>() as *const T, numel) };
         let picked = k::masked_select(data, flags);

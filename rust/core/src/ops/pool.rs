@@ -106,6 +106,10 @@ fn hw(x_shape: &[usize]) -> (usize, usize) {
 /// Max pooling forward, no autograd: (values, int64 indices into each H·W plane).
 /// Also returns the geometry, which the backward needs.
 pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor, MaxGeometry)> {
+    if x.dtype().is_narrow() {
+        // the conv/pool kernels take float32/float64 only (the widening wrapper passes them through)
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "max_pool2d", x.dtype().scalar_type_name())));
+    }
     if x.ndim() != 3 && x.ndim() != 4 {
         return Err(Error::Runtime("non-empty 3D or 4D (batch mode) tensor expected for input".into()));
     }
@@ -239,6 +243,10 @@ fn avg_linear(t: &Tensor, x_shape: Vec<usize>, out_hw: [usize; 2], win: std::syn
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], ceil_mode: bool, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(x)])?;
+    if x.dtype().is_narrow() {
+        // the conv/pool kernels take float32/float64 only (the widening wrapper passes them through)
+        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "avg_pool2d", x.dtype().scalar_type_name())));
+    }
     if divisor_override == Some(0) {
         return Err(Error::Runtime("divisor must be not zero".into()));
     }

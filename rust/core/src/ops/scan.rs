@@ -77,6 +77,11 @@ fn run(op: ScanOp, x: &Tensor, dim: usize) -> Result<Tensor> {
     if x.dtype() == DType::Bool || (op == ScanOp::Logcumsumexp && !x.dtype().is_floating()) {
         return Err(not_implemented(op, x.dtype()));
     }
+    if x.dtype().is_narrow() {
+        // accumulated in the opmath dtype, each output rounded once (torch's acc_type)
+        let wide = run(op, &crate::ops::copy::to_dtype_raw(x, x.dtype().opmath())?, dim)?;
+        return crate::ops::copy::to_dtype_raw(&wide, x.dtype());
+    }
     let rows = rows_of(x, dim)?;
     let out = Tensor::empty(rows.shape(), x.dtype())?;
     let n = x.shape()[dim];

@@ -71,6 +71,11 @@ fn run_rows(
     width: usize,
     kernel: impl Fn(&Tensor, &Tensor, &Tensor, usize),
 ) -> Result<(Tensor, Tensor)> {
+    if x.dtype().is_narrow() {
+        // a narrow dtype selects in its opmath dtype (exact: every value widens exactly)
+        let (v, i) = run_rows(&crate::ops::copy::to_dtype_raw(x, x.dtype().opmath())?, dim, width, kernel)?;
+        return Ok((crate::ops::copy::to_dtype_raw(&v, x.dtype())?, i));
+    }
     let rows = rows_of(x, dim)?;
     let shape = rows_shape(x.shape(), dim, width);
     let (v, i) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
@@ -94,7 +99,7 @@ pub fn sort_raw(x: &Tensor, dim: i64, descending: bool, stable: bool) -> Result<
     let method = if stable || radix { SortMethod::Stable } else { SortMethod::Introsort };
     let n = x.shape()[d];
     let (v, i) = run_rows(x, d, n, |rows, v, i, n| {
-        crate::dispatch!(x.dtype(), T => {
+        crate::dispatch!(rows.dtype(), T => {
             // SAFETY: `rows` is contiguous and only read; `v` and `i` are fresh and contiguous,
             // with as many elements as `rows`, and nobody else sees them yet.
             unsafe { sort_rows::<T>(read::<T>(rows), n, descending, method, write::<T>(v), write::<i64>(i)) }
@@ -166,7 +171,7 @@ pub fn topk_raw(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Re
         return Ok((Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?));
     }
     run_rows(x, d, k, |rows, v, i, n| {
-        crate::dispatch!(x.dtype(), T => {
+        crate::dispatch!(rows.dtype(), T => {
             // SAFETY: as in `sort_raw`; `v` and `i` hold k elements per row of `rows`.
             unsafe { topk_rows::<T>(read::<T>(rows), n, k, largest, sorted, write::<T>(v), write::<i64>(i)) }
         })
@@ -197,7 +202,7 @@ pub fn kthvalue_raw(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tens
         return Err(not_for_bool("kthvalue_cpu"));
     }
     select_along(x, d, keepdim, |rows, v, i, n| {
-        crate::dispatch!(x.dtype(), T => {
+        crate::dispatch!(rows.dtype(), T => {
             // SAFETY: as in `sort_raw`; `v` and `i` hold one element per row of `rows`.
             unsafe { kthvalue_rows::<T>(read::<T>(rows), n, k as usize, write::<T>(v), write::<i64>(i)) }
         })
@@ -212,7 +217,7 @@ pub fn median_dim_raw(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Te
         return Err(not_for_bool("median_out"));
     }
     select_along(x, d, keepdim, |rows, v, i, n| {
-        crate::dispatch!(x.dtype(), T => {
+        crate::dispatch!(rows.dtype(), T => {
             // SAFETY: as in `kthvalue_raw`.
             unsafe { median_rows::<T>(read::<T>(rows), n, write::<T>(v), write::<i64>(i)) }
         })

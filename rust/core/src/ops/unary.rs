@@ -249,6 +249,7 @@ pub(crate) fn cpu_kernel(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool
                 go!(bool, f)
             }
         }
+        (_, d) => crate::element::narrow_in_compute_kernel(d),
     }
 }
 

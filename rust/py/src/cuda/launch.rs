@@ -54,7 +54,7 @@ impl Params {
     /// A Python number by value in the kernel's type `T` (`dtype`), converted as the CPU
     /// kernels convert it (`Element::from_scalar`).
     pub fn scalar(&mut self, v: Scalar, dtype: DType) -> &mut Self {
-        minigrad_core::dispatch!(dtype, T => {
+        minigrad_core::dispatch_all!(dtype, T => {
             let x = T::from_scalar(v);
             // SAFETY: reading the bytes of a plain numeric value of size_of::<T>() bytes.
             let bytes = unsafe { std::slice::from_raw_parts(&x as *const T as *const u8, std::mem::size_of::<T>()) };

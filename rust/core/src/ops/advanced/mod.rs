@@ -47,7 +47,7 @@ fn check_count(x: &Tensor, indices: &[Option<Tensor>]) -> Result<()> {
 
 /// The CPU side of `Backend::index_gather` (its contract there).
 pub(crate) fn index_gather_cpu_kernel(dst: &Tensor, src: &Tensor, w: &Walk) {
-    crate::dispatch!(src.dtype(), T => {
+    crate::dispatch_all!(src.dtype(), T => {
         // SAFETY: `dst` is fresh with non-overlapping strides; every source offset comes from
         // src's own layout with bounds-checked index values, so it lies inside src's storage;
         // dst and src do not share memory.
@@ -57,7 +57,7 @@ pub(crate) fn index_gather_cpu_kernel(dst: &Tensor, src: &Tensor, w: &Walk) {
 
 /// The CPU side of `Backend::index_scatter` (its contract there).
 pub(crate) fn index_scatter_cpu_kernel(dst: &Tensor, values: &Tensor, w: &Walk, accumulate: bool) {
-    crate::dispatch!(dst.dtype(), T => {
+    crate::dispatch_all!(dst.dtype(), T => {
         // SAFETY: destination offsets come from dst's layout with bounds-checked indices; dst
         // has no internal overlap (checked by `write`), so outer elements own disjoint memory;
         // values do not overlap dst (checked by the op, or a private copy).

@@ -22,7 +22,7 @@ fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor, out_numel: 
     if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
         return Ok(());
     }
-    let has_zero = crate::dispatch!(compute, T => b.to_vec::<T>()?.iter().any(|v| v.to_i64() == 0));
+    let has_zero = crate::dispatch_all!(compute, T => b.to_vec::<T>()?.iter().any(|v| v.to_i64() == 0));
     if has_zero {
         return Err(Error::Runtime(INT_DIV_ZERO.into()));
     }
@@ -44,7 +44,11 @@ fn check_alpha(alpha: Option<Scalar>, dtype: DType) -> Result<()> {
 
 /// The alpha of a float add/sub that is not 1: the kernel fuses it (`fused_alpha`).
 fn fused_alpha(op: BinaryOp, alpha: Option<Scalar>, compute: DType) -> Option<f64> {
-    let alpha = alpha?.to_f64();
+    let mut alpha = alpha?.to_f64();
+    if compute.is_narrow() && compute.is_floating() {
+        // torch rounds alpha to the half type before its float32 `a + alpha * b`
+        alpha = crate::element::round_through(compute, alpha);
+    }
     (matches!(op, BinaryOp::Add | BinaryOp::Sub) && compute.is_floating() && alpha != 1.0).then_some(alpha)
 }
 
@@ -64,6 +68,25 @@ fn apply_alpha(op: BinaryOp, b: Arg, alpha: Option<Scalar>, compute: DType) -> R
     })
 }
 
+/// The tensor an operand enters the kernel as: cast to `compute`, except that torch's CPU mul and
+/// div kernels read a CPU scalar (a number or a 0-d CPU tensor) of a float16/bfloat16 op in
+/// float32 without rounding it to half first (mul: either side; div: the divisor). The widening
+/// backend then computes in float32 as it does for every half op.
+fn operand(op: BinaryOp, arg: &Arg, compute: DType, first: bool) -> Result<Tensor> {
+    let opmath_scalar = compute.is_narrow()
+        && compute.is_floating()
+        && match op {
+            BinaryOp::Mul => true,
+            BinaryOp::Div | BinaryOp::DivFloor | BinaryOp::DivTrunc => !first,
+            _ => false,
+        }
+        && match arg {
+            Arg::Scalar(_) => true,
+            Arg::Tensor(t) => t.ndim() == 0 && t.device().is_cpu(),
+        };
+    arg.as_tensor(if opmath_scalar { compute.opmath() } else { compute })
+}
+
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
     op.pre_check(a, b)?;
@@ -76,7 +99,7 @@ pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Resu
     let out = output_like(Some(op), &shape, None, &[a, b], compute, out_dtype)?;
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let fused = fused_alpha(op, alpha, compute);
-    let (ta, tb) = (a.as_tensor(compute)?, b.as_tensor(compute)?);
+    let (ta, tb) = (operand(op, a, compute, true)?, operand(op, &b, compute, false)?);
     check_int_zero_division(op, compute, &tb, out.numel())?;
     if let (BinaryOp::Pow, Arg::Scalar(e)) = (op, &b) {
         if pow_special(&out, &ta, e.to_f64())? {
@@ -149,7 +172,7 @@ pub fn binary_inplace_raw(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scala
     op.kernel_check(compute, b)?;
     let b = apply_alpha(op, b.clone(), alpha, compute)?;
     let fused = fused_alpha(op, alpha, compute);
-    let tb = b.as_tensor(compute)?;
+    let tb = operand(op, &b, compute, false)?;
     check_int_zero_division(op, compute, &tb, a.numel())?;
     let special = match (op, &b) {
         (BinaryOp::Pow, Arg::Scalar(e)) if compute.is_floating() && POW_SPECIAL.contains(&e.to_f64()) => Some(e.to_f64()),

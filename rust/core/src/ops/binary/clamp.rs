@@ -72,6 +72,12 @@ pub fn clamp_scalar_raw(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, in
         };
         bail!(NotImplemented, "\"{}\" not implemented for 'Bool'", kernel);
     }
+    if dtype.is_narrow() {
+        // the kernel converts each bound to the narrow type with torch's overflow check
+        for b in [min, max].into_iter().flatten() {
+            crate::ops::index::checked_convert(b, dtype)?;
+        }
+    }
     // Both bounds given and either is NaN: torch fills the result with NaN.
     let nan_fill = matches!((min, max), (Some(a), Some(b)) if a.to_f64().is_nan() || b.to_f64().is_nan());
     let bound = |b: Option<Scalar>| b.map_or(Bound::None, Bound::Number);

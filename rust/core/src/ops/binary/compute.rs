@@ -241,5 +241,6 @@ pub(crate) fn cpu_kernel(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mod
         DType::Int64 => int_fn!(op, i64, f => go!(i64, i64, f)),
         DType::Int32 => int_fn!(op, i32, f => go!(i32, i32, f)),
         DType::Bool => bool_fn!(op, f => go!(bool, bool, f)),
+        d => crate::element::narrow_in_compute_kernel(d),
     }
 }

@@ -133,7 +133,7 @@ pub(crate) fn gather_cpu_kernel(dst: &Tensor, src: &Tensor, d: usize, index: &Te
     let mut x_strides = src.strides().to_vec();
     let x_dim_stride = x_strides[d];
     x_strides[d] = 0;
-    crate::dispatch!(src.dtype(), T => {
+    crate::dispatch_all!(src.dtype(), T => {
         // SAFETY: indices were checked against src's size along d and the other dims of the
         // iteration are no larger than src's; dst is fresh memory shared with no input.
         unsafe {
@@ -216,6 +216,18 @@ pub(crate) fn scatter_cpu_kernel(dst: &Tensor, d: usize, idx: &Tensor, src: &Ten
         DType::Int32 => numeric!(i32, i32::wrapping_add, i32::wrapping_mul),
         // torch's bool arithmetic: + is or, * is and.
         DType::Bool => numeric!(bool, |x: bool, y: bool| x | y, |x: bool, y: bool| x & y),
+        // narrow dtypes: each step rounds (or wraps) into the storage type, as torch's kernel
+        DType::UInt8 => numeric!(u8, u8::wrapping_add, u8::wrapping_mul),
+        DType::Int8 => numeric!(i8, i8::wrapping_add, i8::wrapping_mul),
+        DType::Int16 => numeric!(i16, i16::wrapping_add, i16::wrapping_mul),
+        DType::Float16 => {
+            use crate::element::f16;
+            numeric!(f16, |x: f16, y: f16| f16::from_f32(x.to_f32() + y.to_f32()), |x: f16, y: f16| f16::from_f32(x.to_f32() * y.to_f32()))
+        }
+        DType::BFloat16 => {
+            use crate::element::bf16;
+            numeric!(bf16, |x: bf16, y: bf16| bf16::from_f32(x.to_f32() + y.to_f32()), |x: bf16, y: bf16| bf16::from_f32(x.to_f32() * y.to_f32()))
+        }
     }
 }
 

@@ -107,6 +107,16 @@ pub fn checked_convert(value: Scalar, dtype: DType) -> Result<Scalar> {
         (Scalar::Float(f), DType::Int32) if !(f >= i32::MIN as f64 && f <= i32::MAX as f64) => Err(conversion_overflow(dtype)),
         (Scalar::Float(f), DType::Int64) if !(f >= i64::MIN as f64 && f <= i64::MAX as f64) => Err(conversion_overflow(dtype)),
         (Scalar::Float(f), DType::Float32) if f.is_finite() && f.abs() > f32::MAX as f64 => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Float16) if f.is_finite() && f.abs() > 65504.0 => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::BFloat16) if f.is_finite() && f.abs() > crate::element::bf16::MAX.to_f64() => Err(conversion_overflow(dtype)),
+        // small integers: c10's `overflows` lets an unsigned type take a negative int down to
+        // -max (it wraps) but no negative float
+        (Scalar::Int(i), DType::UInt8) if !(-255..=255).contains(&i) => Err(conversion_overflow(dtype)),
+        (Scalar::Int(i), DType::Int8) if i8::try_from(i).is_err() => Err(conversion_overflow(dtype)),
+        (Scalar::Int(i), DType::Int16) if i16::try_from(i).is_err() => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::UInt8) if !(0.0..=255.0).contains(&f) => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Int8) if !(-128.0..=127.0).contains(&f) => Err(conversion_overflow(dtype)),
+        (Scalar::Float(f), DType::Int16) if !(-32768.0..=32767.0).contains(&f) => Err(conversion_overflow(dtype)),
         (v, _) => Ok(v),
     }
 }
@@ -119,6 +129,11 @@ pub fn conversion_overflow(dtype: DType) -> Error {
         DType::Int64 => "int64_t",
         DType::Float32 => "float",
         DType::Float64 => "double",
+        DType::Float16 => "c10::Half",
+        DType::BFloat16 => "c10::BFloat16",
+        DType::UInt8 => "uint8_t",
+        DType::Int8 => "int8_t",
+        DType::Int16 => "int16_t",
     };
     Error::Runtime(format!("value cannot be converted to type {} without overflow", name))
 }

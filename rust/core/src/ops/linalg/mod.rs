@@ -31,6 +31,11 @@ fn cpp_name(d: DType) -> &'static str {
         DType::Int64 => "long int",
         DType::Float32 => "float",
         DType::Float64 => "double",
+        DType::Float16 => "c10::Half",
+        DType::BFloat16 => "c10::BFloat16",
+        DType::UInt8 => "unsigned char",
+        DType::Int8 => "signed char",
+        DType::Int16 => "short int",
     }
 }
 
@@ -175,6 +180,7 @@ pub(crate) fn matmul_cpu_kernel(dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<
         DType::Int64 => go!(i64),
         DType::Int32 => go!(i32),
         DType::Bool => return Err(not_implemented("addmm_impl_cpu_", DType::Bool)),
+        d => crate::element::narrow_in_compute_kernel(d),
     }
     Ok(())
 }
