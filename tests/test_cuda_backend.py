@@ -346,3 +346,12 @@ def test_out_of_memory_raises_and_loses_nothing(cuda_device):
             cuda_device.limit_bytes = None
     assert keep.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     same(keep + 1, torch.arange(5.0) + 1)
+
+
+def test_repr_names_the_device_first_as_torch_does():
+    # torch: tensor([1., 2.], device='cuda:0'), then dtype and grad suffixes after the device
+    assert repr(mg.tensor([1.0, 2.0], device="cuda")) == "tensor([1., 2.], device='cuda:0')"
+    assert repr(mg.tensor([1, 2], dtype=mg.int32, device="cuda")) == "tensor([1, 2], device='cuda:0', dtype=minigrad.int32)"
+    assert repr(mg.zeros(0, 3, device="cuda")) == "tensor([], device='cuda:0', size=(0, 3))"
+    assert repr(mg.ones(2, device="cuda", requires_grad=True)) == "tensor([1., 1.], device='cuda:0', requires_grad=True)"
+    assert repr(mg.tensor([1.0, 2.0])) == "tensor([1., 2.])"

@@ -189,6 +189,8 @@ def tensor_repr(t, plain):
     prefix = "tensor(" if plain or cls.__name__ == "Parameter" else f"{cls.__name__}("
     indent = len(prefix)
     suffixes = []
+    if t.device.type != "cpu":  # torch names a non-default device first
+        suffixes.append(f"device='{t.device}'")
     dtype = t.dtype
     if t.numel() == 0:
         if t.dim() != 1:

@@ -16,6 +16,11 @@ use crate::storage::Storage;
 use crate::version::VersionCounter;
 use std::sync::Arc;
 
+/// The panic payload of a device tensor that reached a CPU-only kernel (`assert_host`): not a
+/// bug, a family with no kernel on that device yet. The bindings raise NotImplementedError.
+#[derive(Debug, Clone, Copy)]
+pub struct NoKernelOnDevice(pub Device);
+
 #[derive(Clone)]
 pub struct Tensor {
     pub storage: Arc<Storage>,
@@ -163,12 +168,15 @@ impl Tensor {
     }
 
     /// Host pointers are for CPU kernels only: a device tensor that reached one would have its
-    /// address dereferenced on the host. Ops reach kernels through `device::backend_for`, so
-    /// this never fires; if it does, the bindings turn the panic into a Python RuntimeError
-    /// instead of a crash.
+    /// address dereferenced on the host. Routed ops reach kernels through
+    /// `device::backend_for`; the families not routed yet (sort, scan) still call their CPU
+    /// kernels, and a device tensor stops here, before any memory is touched, with a
+    /// `NoKernelOnDevice` panic that the bindings turn into a NotImplementedError.
     #[inline]
     fn assert_host(&self) {
-        assert!(self.device().is_cpu(), "minigrad internal error: a CPU kernel was given a tensor on {}", self.device());
+        if !self.device().is_cpu() {
+            std::panic::panic_any(NoKernelOnDevice(self.device()));
+        }
     }
 
     /// Address of the first element, as torch's `data_ptr()` reports it.

@@ -264,7 +264,10 @@ fn moving_between_devices_goes_through_transfer() {
 fn a_device_tensor_never_reaches_a_host_pointer() {
     let x = cuda(&[2]);
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| x.data_ptr::<f32>()));
-    assert!(caught.is_err(), "a CPU kernel must not be handed device memory");
+    let payload = caught.expect_err("a CPU kernel must not be handed device memory");
+    // the payload the bindings turn into a NotImplementedError (not an "internal error")
+    let p = payload.downcast_ref::<minigrad_core::tensor::NoKernelOnDevice>().expect("a NoKernelOnDevice payload");
+    assert_eq!(p.0, Device::Cuda(0));
 }
 
 #[test]

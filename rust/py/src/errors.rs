@@ -1,5 +1,6 @@
 //! Core errors become the Python exceptions torch raises; panics never reach Python.
 
+use minigrad_core::tensor::NoKernelOnDevice;
 use minigrad_core::Error;
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -53,7 +54,12 @@ pub const GIL_RELEASE_ELEMS: usize = 1 << 15;
 pub fn run<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> minigrad_core::Result<T> + Send) -> PyResult<T> {
     let guarded = move || match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.map_err(ErrOrPanic::Err),
-        Err(p) => Err(ErrOrPanic::Panic(panic_message(p))),
+        Err(p) => Err(match p.downcast_ref::<NoKernelOnDevice>() {
+            Some(NoKernelOnDevice(device)) => ErrOrPanic::Err(Error::NotImplemented(format!(
+                "minigrad: this operation has no kernel for {device} tensors yet (it runs on the CPU only; docs/gpu.md lists what runs on the GPU)"
+            ))),
+            None => ErrOrPanic::Panic(panic_message(p)),
+        }),
     };
     let out = if work >= GIL_RELEASE_ELEMS { py.detach(guarded) } else { guarded() };
     // UserWarnings the core queued (deprecations, anomaly mode) are raised as Python warnings.
@@ -70,6 +76,17 @@ pub fn run<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> minigrad_co
 enum ErrOrPanic {
     Err(Error),
     Panic(String),
+}
+
+/// Keeps the default panic report (stderr) for real bugs, and stays quiet for a
+/// `NoKernelOnDevice` payload, which `run` turns into a NotImplementedError.
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<NoKernelOnDevice>().is_none() {
+            default(info);
+        }
+    }));
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -28,6 +28,7 @@ mod tensor;
 
 #[pymodule]
 fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::install_panic_hook();
     m.add_class::<tensor::TensorBase>()?;
     m.add_class::<dtype::PyDType>()?;
     for d in minigrad_core::DType::EVERY {

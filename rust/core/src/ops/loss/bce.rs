@@ -71,7 +71,7 @@ pub fn binary_cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>
             l * ws.as_ref().map_or(1.0, |w| w[i])
         })
         .collect();
-    let out = reduce_values(losses, x.shape(), r, x.dtype())?;
+    let out = reduce_values(losses, x.shape(), r, x.dtype(), x.device())?;
     let Some(mut rec) = Recorder::new(&[Some(x), Some(target)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -152,7 +152,7 @@ pub fn binary_cross_entropy_with_logits(x: &Tensor, target: &Tensor, weight: Opt
             l * ws.as_ref().map_or(1.0, |w| w[i])
         })
         .collect();
-    let out = reduce_values(losses, &shape, r, dtype)?;
+    let out = reduce_values(losses, &shape, r, dtype, x.device())?;
     let Some(mut rec) = Recorder::new(&[Some(x), Some(target)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", x)?;

@@ -53,11 +53,18 @@ pub fn torch_size(shape: &[usize]) -> String {
 }
 
 /// Reduces f64 element losses in order: the output tensor of `dtype`.
-fn reduce_values(v: Vec<f64>, shape: &[usize], r: Reduction, dtype: DType) -> Result<Tensor> {
-    match r {
+/// The loss tensor on `device` (the inputs'): the values are summed on the host in float64, in
+/// a fixed order, then placed where torch's loss would be.
+fn reduce_values(v: Vec<f64>, shape: &[usize], r: Reduction, dtype: DType, device: crate::device::Device) -> Result<Tensor> {
+    let out = match r {
         Reduction::None => from_f64s(v, shape, dtype),
         Reduction::Sum => from_f64s(vec![v.iter().sum()], &[], dtype),
         Reduction::Mean => from_f64s(vec![v.iter().sum::<f64>() / v.len() as f64], &[], dtype),
+    }?;
+    if device.is_cpu() {
+        Ok(out)
+    } else {
+        crate::ops::copy::to_device_raw(&out, device)
     }
 }
 

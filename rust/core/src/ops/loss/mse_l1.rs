@@ -34,7 +34,7 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
     let dt = d.dtype();
     let sq: Vec<f64> = f64s(&d)?.iter().map(|v| v * v).collect();
-    let out = reduce_values(sq, d.shape(), r, dt)?;
+    let out = reduce_values(sq, d.shape(), r, dt, d.device())?;
     let Some(mut rec) = Recorder::new(&[Some(&x), Some(&t)])? else { return Ok(out) };
     rec.value("reduction", r as i64);
     rec.save("self", &x)?;
