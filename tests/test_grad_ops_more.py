@@ -268,3 +268,16 @@ def test_einsum_table_shapes_are_consistent():
     for eq, specs in EINSUM:
         ops = [torch.ones(tuple(SIZES[c] for c in spec)) for spec in specs]
         assert np.isfinite(torch.einsum(eq, *ops).numpy()).all()
+
+
+def test_einsum_takes_a_bytes_equation_as_torch_does():
+    import torch
+
+    import minigrad
+
+    t, m = torch.tensor([True, False, True, True]), minigrad.tensor([True, False, True, True])
+    for eq in [b"i", b"i->"]:
+        ref, got = torch.einsum(eq, t), minigrad.einsum(eq, m)
+        assert got.tolist() == ref.tolist() and str(got.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+    with pytest.raises(RuntimeError, match="more operands were provided than specified in the equation"):
+        minigrad.einsum(b"i", m, m)

@@ -39,6 +39,8 @@ def einsum(*args):
         equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         return einsum(equation, *operands[0])
+    if isinstance(equation, bytes):
+        equation = equation.decode("latin-1")  # torch's binding reads bytes as the equation's text
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not {type_name(equation)}")
     for i, op in enumerate(operands):
