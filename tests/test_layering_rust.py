@@ -55,3 +55,26 @@ def test_autograd_reaches_ops_only_through_for_autograd():
 def test_the_checks_see_braced_and_nested_paths():
     text = "use crate::autograd::{Ctx, Formula};\nlet r = crate::autograd::record::precheck(&[]);"
     assert _paths(text, "crate::autograd::") == ["Ctx", "Formula", "record"]
+
+
+def _methods(path, start):
+    """Names of the `fn`s in the block that opens at the first line starting with `start`."""
+    text = (CORE / path).read_text()
+    body = text[text.index(start):]
+    depth, end = 0, 0
+    for i, ch in enumerate(body):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "}" and depth == 0:
+            end = i
+            break
+    return set(re.findall(r"^    fn (\w+)", body[:end], re.M))
+
+
+def test_the_widening_wrapper_passes_every_backend_method_on():
+    """Every backend sits behind `device::Widen`; a method it does not override would fall back to
+    the trait's NotImplementedError default on every device, the CPU's included."""
+    trait = _methods("device/mod.rs", "pub trait Backend")
+    wrapper = _methods("device/widen.rs", "impl Backend for Widen")
+    assert {"copy", "reduce", "random_fill"} <= trait
+    assert trait - wrapper == set(), f"add these to device/widen.rs: {sorted(trait - wrapper)}"
