@@ -8,9 +8,8 @@ launch as fast as the device runs, the device waits and the wait is in the time:
 shows up honestly. GB/s figures are compared with the device's own copy bandwidth (a
 device-to-device copy of 256 MiB, measured the same way)."""
 
-import numpy as np
 
-from . import models
+from . import train
 from ._case import Skip, TimeCase, random
 
 
@@ -167,36 +166,13 @@ def _build(ctx, op, shape_a, shape_b):
 
 
 def _build_step(ctx, model, shape):
-    """One SGD step (zero_grad, forward, cross-entropy, backward, step) on cuda; skipped with the
-    reason when a layer it needs does not run on minigrad's CUDA backend yet."""
-    mg = ctx.module("minigrad")
-    if model == "convnet":
-        models.require(mg, models.convnet_needs(mg))
-    x = random(shape)
-    y = np.random.default_rng(1).integers(0, 10, shape[0])
-    fns = {}
-    for lib in ctx.libs:
-        if lib == "numpy":
-            continue
-        m = ctx.module(lib)
-        m.manual_seed(0)
-        net = models.mlp(m) if model == "mlp" else models.convnet(m, adaptive_pool=models.adaptive_pool(mg))
-        net = net.cuda()
-        opt = m.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-        xt, yt = m.from_numpy(x.copy()).cuda(), m.from_numpy(y.copy()).cuda()
-
-        def step(m=m, net=net, opt=opt, xt=xt, yt=yt):
-            opt.zero_grad()
-            loss = m.nn.functional.cross_entropy(net(xt), yt)
-            loss.backward()
-            opt.step()
-        try:
-            step()
-        except (NotImplementedError, RuntimeError) as e:
-            if lib == "minigrad":
-                raise Skip(f"minigrad's CUDA backend cannot run this step yet ({type(e).__name__}: {e})") from e
-            raise
-        fns[lib] = step
+    """The train suite's SGD step (zero_grad, forward, cross-entropy, backward, step) on cuda;
+    skipped with the reason when a layer it needs does not run on minigrad's CUDA backend yet."""
+    fns = train._build(ctx, model, shape, device="cuda")
+    try:
+        fns["minigrad"]()
+    except (NotImplementedError, RuntimeError) as e:
+        raise Skip(f"minigrad's CUDA backend cannot run this step yet ({type(e).__name__}: {e})") from e
     return fns
 
 

@@ -20,7 +20,8 @@ def cases(ctx):
     ]
 
 
-def _build(ctx, model, shape):
+def _build(ctx, model, shape, device="cpu"):
+    """{lib: one SGD step} of `model` on `device` (the gpu suite builds its steps here too)."""
     mg = ctx.module("minigrad")
     if model == "convnet":
         models.require(mg, models.convnet_needs(mg))
@@ -33,8 +34,9 @@ def _build(ctx, model, shape):
         m = ctx.module(lib)
         m.manual_seed(0)
         net = models.mlp(m) if model == "mlp" else models.convnet(m, adaptive_pool=models.adaptive_pool(mg))
+        net = net.to(device)
         opt = m.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-        xt, yt = to_lib(lib, ctx, x), m.from_numpy(y.copy())
+        xt, yt = to_lib(lib, ctx, x).to(device), m.from_numpy(y.copy()).to(device)
 
         def step(m=m, net=net, opt=opt, xt=xt, yt=yt):
             opt.zero_grad()
