@@ -23,7 +23,7 @@ division by ~0, a negative base to a fractional power) but mix in small integers
 std) come up; `test_kinks_and_ties` pins those cases down with explicit values.
 
 Run with MINIGRAD_GRAD_SELFCHECK=1 to run both sides on torch (minigrad's module name bound to
-torch, gradcheck loaded from python/minigrad/autograd/gradcheck.py): this checks the test code,
+torch, gradcheck loaded from python/minigrad/autograd/gradcheck/): this checks the test code,
 the strategies and this repository's gradcheck without a built minigrad.
 """
 
@@ -58,15 +58,19 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:grad and param do not obey the gradient layout contract"),
 ]
 
-GRADCHECK_PATH = Path(__file__).resolve().parents[1] / "python" / "minigrad" / "autograd" / "gradcheck.py"
+GRADCHECK_DIR = Path(__file__).resolve().parents[1] / "python" / "minigrad" / "autograd" / "gradcheck"
 _PRIVATE_GRADCHECK = {}
 
 
 def load_gradcheck_copy(name="_gradcheck_under_test"):
     """A private copy of this repository's gradcheck module (its `_LIBRARY` can be set freely)."""
     if name not in _PRIVATE_GRADCHECK:
-        spec = importlib.util.spec_from_file_location(name, GRADCHECK_PATH)
+        # Loaded as a package of its own, so its relative imports find this copy's submodules.
+        spec = importlib.util.spec_from_file_location(
+            name, GRADCHECK_DIR / "__init__.py", submodule_search_locations=[str(GRADCHECK_DIR)]
+        )
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
         spec.loader.exec_module(module)
         _PRIVATE_GRADCHECK[name] = module
     return _PRIVATE_GRADCHECK[name]
