@@ -403,3 +403,70 @@ def test_softmax_backward(host, inst):
         assert_same(outs[0], softmax_backward_formula(g, r, log), f"{inst} {shape} (minigrad's formula)")
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
         assert_close(outs[0], fn(g, r, 1, g.dtype), f"{inst} {shape} (torch)")
+
+
+# ----- softmax, warp per row (rows of at most 32 * PER elements) -----
+
+WARP_ROWS = [1, 5, 31, 32, 33, 100, 257, 1000, 1024]  # row lengths: partial, whole and uneven warps
+
+
+def warp_cases(per):
+    """(rows, n) shapes the PER instance can take: every listed row length that fits, including
+    rows much shorter than 32 * PER (the lanes past the row must not count)."""
+    return [(rows, n) for n in WARP_ROWS if n <= 32 * per for rows in (7,)]
+
+
+@pytest.mark.parametrize("inst", instances("softmax", "mg_softmax_warp"))
+def test_softmax_warp(host, inst):
+    _, (t, log, per) = parse(inst)
+    log, per = log == "true", int(per)
+    rng = rng_for(inst)
+    block = instances("softmax", "mg_softmax")
+    block = next(i for i in block if parse(i)[1] == [t, "true" if log else "false"])
+    for rows, n in warp_cases(per):
+        x = softmax_inputs(t, (rows, n, 1), rng).reshape(rows, n)
+        outs = []
+        for grid, threads in ((1, 128), (3, 64), (1, 32)):  # any whole-warp block; any grid
+            out = torch.full((rows, n), -7.0, dtype=x.dtype)
+            host.launch(inst, grid, threads, ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()),
+                        ctypes.c_longlong(rows), ctypes.c_longlong(n))
+            outs.append(out)
+        for o in outs[1:]:
+            assert_same(o, outs[0], f"{inst} {(rows, n)}: the launch shape changed the result")
+        want = softmax_formula(x.reshape(rows, n, 1), log).reshape(rows, n)
+        if t == "float":  # exact double sums: bit for bit, so also equal to the block kernel's
+            assert_same(outs[0], want, f"{inst} {(rows, n)} (minigrad's formula)")
+            old = torch.full((rows, n), -7.0, dtype=x.dtype)
+            host.launch(block, 2, THREADS, ctypes.c_void_p(old.data_ptr()), ctypes.c_void_p(x.data_ptr()),
+                        ctypes.c_longlong(rows), ctypes.c_longlong(n), ctypes.c_longlong(1))
+            assert_same(outs[0], old, f"{inst} {(rows, n)} (the block-per-row kernel)")
+        elif log:  # (x - max) - log(sum): the sum's last bits show, scaled by log's size (< 8)
+            torch.testing.assert_close(outs[0], want, rtol=0, atol=1e-14, equal_nan=True)
+        else:
+            assert_ulps(outs[0], want, 4, f"{inst} {(rows, n)} (minigrad's formula)")
+        ref = (torch.log_softmax if log else torch.softmax)(x, 1)
+        assert_close(outs[0], ref, f"{inst} {(rows, n)} (torch)")
+
+
+@pytest.mark.parametrize("inst", instances("softmax", "mg_softmax_warp_backward"))
+def test_softmax_warp_backward(host, inst):
+    _, (t, log, per) = parse(inst)
+    log, per = log == "true", int(per)
+    rng = rng_for(inst)
+    for rows, n in warp_cases(per):
+        g = torch.from_numpy(rng.integers(-64, 65, rows * n) / 64.0).to(torch_type(t)).reshape(rows, n)
+        x = softmax_inputs(t, (rows, n, 1), rng).reshape(rows, n).nan_to_num(0.0, 0.0, 0.0)
+        r = (torch.log_softmax if log else torch.softmax)(x, 1)
+        if not log:
+            r = (r * 1024).round() / 1024
+        outs = []
+        for grid, threads in ((1, 128), (2, 32)):
+            gi = torch.full((rows, n), -7.0, dtype=g.dtype)
+            host.launch(inst, grid, threads, ctypes.c_void_p(gi.data_ptr()), ctypes.c_void_p(g.data_ptr()),
+                        ctypes.c_void_p(r.data_ptr()), ctypes.c_longlong(rows), ctypes.c_longlong(n))
+            outs.append(gi)
+        assert_same(outs[1], outs[0], f"{inst} {(rows, n)}: the launch shape changed the result")
+        want = softmax_backward_formula(g.reshape(rows, n, 1), r.reshape(rows, n, 1), log).reshape(rows, n)
+        assert_same(outs[0], want, f"{inst} {(rows, n)} (minigrad's formula)")
+        fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        assert_close(outs[0], fn(g, r, 1, g.dtype), f"{inst} {(rows, n)} (torch)")

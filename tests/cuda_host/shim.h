@@ -10,8 +10,8 @@
 //  - the CUDA math functions -> libm (<math.h> has the same names and signatures); the bit-cast
 //    intrinsics -> memcpy.
 //  - each CUDA thread of a block -> a fiber (ucontext). __syncthreads() parks the fiber until
-//    every thread of the block has reached it; __shfl_down_sync() parks it until its 32 lanes
-//    have posted their values, then reads its partner's. So a block's threads run in lockstep
+//    every thread of the block has reached it; __shfl_down_sync() and __shfl_sync() park it until its
+//    32 lanes have posted their values, then read the partner's. So a block's threads run in lockstep
 //    phases between barriers, as the CUDA model promises and no more: a barrier that only part
 //    of a block (or a warp) reaches is reported as a deadlock, not silently passed.
 // Launch: mg_host::launch(grid, block, body) runs body() as every thread of every block.
@@ -190,6 +190,21 @@ inline void __syncthreads() { mg_host::park(mg_host::kAtSync); }
 [[noreturn]] inline void __trap() { mg_host::fail("__trap()"); }
 
 // Full-warp shuffles only (every kernel here shuffles with all 32 lanes active).
+// Every lane reads lane `src`'s value (a broadcast when src is the same for all lanes).
+template <class T> T __shfl_sync(unsigned mask, T v, int src) {
+  static_assert(sizeof(T) <= 16, "a lane holds at most 16 bytes");
+  if (mask != 0xffffffffu) mg_host::fail("__shfl_sync with a partial mask");
+  mg_host::Block& b = mg_host::block();
+  const int me = mg_host::linear(threadIdx);
+  if (blockDim.x * blockDim.y * blockDim.z % 32 != 0) mg_host::fail("shuffle in a block that is not whole warps");
+  memcpy(&b.lanes[(size_t)me * 16], &v, sizeof(T));
+  mg_host::park(mg_host::kAtWarp);
+  T r;
+  memcpy(&r, &b.lanes[(size_t)(me - me % 32 + (src & 31)) * 16], sizeof(T));
+  mg_host::park(mg_host::kAtWarp);
+  return r;
+}
+
 template <class T> T __shfl_down_sync(unsigned mask, T v, int delta) {
   static_assert(sizeof(T) <= 16, "a lane holds at most 16 bytes");
   if (mask != 0xffffffffu) mg_host::fail("__shfl_down_sync with a partial mask");

@@ -199,12 +199,27 @@ const SOFTMAX: CudaSource = CudaSource {
     name: "softmax",
     path: "rust/core/src/ops/reduce/softmax.cu",
     source: include_str!("reduce/softmax.cu"),
-    families: &[Family {
-        kernels: &["mg_softmax<{T}, {op}>", "mg_softmax_backward<{T}, {op}>"],
-        types: F,
-        ops: &["false", "true"],
-    }],
+    families: &[
+        Family { kernels: &["mg_softmax<{T}, {op}>", "mg_softmax_backward<{T}, {op}>"], types: F, ops: &["false", "true"] },
+        Family {
+            kernels: &["mg_softmax_warp<{T}, {op}>", "mg_softmax_warp_backward<{T}, {op}>"],
+            types: F,
+            ops: &[
+                "false, 1", "false, 2", "false, 4", "false, 8", "false, 16", "false, 32",
+                "true, 1", "true, 2", "true, 4", "true, 8", "true, 16", "true, 32",
+            ],
+        },
+    ],
 };
+
+/// Rows up to this long take softmax's warp-per-row kernels (`SOFTMAX_WARP_PER` elements per
+/// lane at most).
+pub const SOFTMAX_WARP_MAX_ROW: usize = 32 * 32;
+
+/// The smallest instantiated elements-per-lane count that holds a row of `n` (<= the max row).
+pub fn softmax_warp_per(n: usize) -> usize {
+    n.div_ceil(32).max(1).next_power_of_two()
+}
 
 const GATHER: CudaSource = CudaSource {
     name: "gather",

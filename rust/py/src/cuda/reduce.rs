@@ -12,9 +12,12 @@ use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::layout::Layout;
 use minigrad_core::ops::binary::BinaryOp;
-use minigrad_core::ops::cuda_kernels::{reduce_chunk, ACC_SLOT_BYTES, REDUCE_THREADS};
+use minigrad_core::ops::cuda_kernels::{reduce_chunk, softmax_warp_per, ACC_SLOT_BYTES, REDUCE_THREADS, SOFTMAX_WARP_MAX_ROW};
 use minigrad_core::ops::reduce::Reduction;
 use minigrad_core::tensor::Tensor;
+
+/// Threads per block of softmax's warp-per-row kernels: four rows per block.
+const SOFTMAX_WARP_THREADS: u32 = 128;
 
 /// A contiguous operand seen as `(outer, red, inner)`.
 struct ThreeAxes {
@@ -166,6 +169,16 @@ impl Cuda {
         Self::reduce_grid(outer, 1, inner)
     }
 
+    /// Grid and elements per lane of the warp-per-row kernels, for rows along the last axis
+    /// that fit in one warp's registers (`None`: the block-per-slice kernels).
+    fn softmax_warp_grid(outer: usize, n: usize, inner: usize) -> Option<(u32, usize)> {
+        if inner != 1 || n == 0 || n > SOFTMAX_WARP_MAX_ROW {
+            return None;
+        }
+        let rows_per_block = (SOFTMAX_WARP_THREADS / 32) as usize;
+        Some((outer.div_ceil(rows_per_block).clamp(1, 1 << 16) as u32, softmax_warp_per(n)))
+    }
+
     /// `(outer, n, inner)` around `dim` of a contiguous shape (a 0-d tensor is one row of one).
     fn around(shape: &[usize], dim: usize) -> (usize, usize, usize) {
         if shape.is_empty() {
@@ -177,6 +190,12 @@ impl Cuda {
     pub(super) fn softmax_impl(&self, dst: &Tensor, src: &Tensor, dim: usize, log: bool) -> Result<()> {
         let src = self.contiguous(src)?;
         let (outer, n, inner) = Self::around(src.shape(), dim);
+        if let Some((grid, per)) = Self::softmax_warp_grid(outer, n, inner) {
+            let mut p = Params::new();
+            p.ptr(addr(dst)).ptr(addr(&src)).i64(outer as i64).i64(n as i64);
+            let name = format!("mg_softmax_warp<{}, {log}, {per}>", ty(src.dtype()));
+            return self.launch_on(&name, grid, SOFTMAX_WARP_THREADS, outer * n, &mut p);
+        }
         let (grid, items) = Self::softmax_grid(outer, inner);
         let mut p = Params::new();
         p.ptr(addr(dst)).ptr(addr(&src)).i64(outer as i64).i64(n as i64).i64(inner as i64);
@@ -186,6 +205,13 @@ impl Cuda {
     pub(super) fn softmax_backward_impl(&self, gi: &Tensor, g: &Tensor, r: &Tensor, dim: usize, log: bool) -> Result<bool> {
         let (g, r) = (self.contiguous(g)?, self.contiguous(r)?);
         let (outer, n, inner) = Self::around(r.shape(), dim);
+        if let Some((grid, per)) = Self::softmax_warp_grid(outer, n, inner) {
+            let mut p = Params::new();
+            p.ptr(addr(gi)).ptr(addr(&g)).ptr(addr(&r)).i64(outer as i64).i64(n as i64);
+            let name = format!("mg_softmax_warp_backward<{}, {log}, {per}>", ty(r.dtype()));
+            self.launch_on(&name, grid, SOFTMAX_WARP_THREADS, outer * n, &mut p)?;
+            return Ok(true);
+        }
         let (grid, items) = Self::softmax_grid(outer, inner);
         let mut p = Params::new();
         p.ptr(addr(gi)).ptr(addr(&g)).ptr(addr(&r)).i64(outer as i64).i64(n as i64).i64(inner as i64);

@@ -14,6 +14,16 @@
 // blockDim.x must be MG_REDUCE_THREADS (fixed combination order, cuda_common.cuh). A block
 // takes slices in a grid-stride loop: whole rows when inner == 1, else tiles of 32 adjacent
 // columns with 8 row lanes each (a warp reads 32 consecutive elements).
+//
+// Short rows (inner == 1, n <= 32 * PER) take the warp-per-row kernels instead:
+//   mg_softmax_warp<T, LOG, PER>(T* out, const T* in, long long rows, long long n)
+//   mg_softmax_warp_backward<T, LOG, PER>(T* gi, const T* g, const T* r, long long rows, long long n)
+// One warp holds a row in registers (PER elements per lane), so the row is read from memory
+// once and exp is computed once, with no block barrier: a block-wide row costs three passes and
+// two __syncthreads per row, which is what made softmax twice torch's time on an H100. Same
+// arithmetic as above; the combination order is fixed by n alone (lane l sums elements l, l + 32,
+// ...; then a shuffle tree to lane 0, which broadcasts), so results do not depend on the grid.
+// Any blockDim.x that is a multiple of 32 works (the backend uses 128: four rows per block).
 #include "cuda_common.cuh"
 
 namespace mg {
@@ -102,6 +112,76 @@ __global__ void mg_softmax(T* out, const T* in, long long outer, long long n, lo
           out[i] = (T)((double)mg::m_exp(in[i] - m) * (1.0 / s));
         }
       });
+}
+
+namespace mg {
+
+// Lane 0's value, on every lane of the warp.
+template <class A> __device__ __forceinline__ A warp_broadcast(A a) { return __shfl_sync(0xffffffffu, a, 0); }
+
+// The warp's combined value (a shuffle tree to lane 0, then a broadcast), on every lane.
+template <class Op, class A> __device__ __forceinline__ A warp_all(A a) { return warp_broadcast(warp_reduce<Op>(a, 16)); }
+
+}  // namespace mg
+
+template <class T, bool LOG, int PER>
+__global__ void mg_softmax_warp(T* out, const T* in, long long rows, long long n) {
+  const int lane = threadIdx.x & 31;
+  const long long per_block = blockDim.x >> 5, warps = (long long)gridDim.x * per_block;
+  // `row` depends on the warp only, so all 32 lanes run the same iterations and shuffles.
+  for (long long row = blockIdx.x * per_block + (threadIdx.x >> 5); row < rows; row += warps) {
+    const T* x = in + row * n;
+    T* y = out + row * n;
+    T v[PER];
+    T m = mg::MaxNan<T>::init();
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const long long k = (long long)j * 32 + lane;
+      v[j] = k < n ? x[k] : mg::MaxNan<T>::init();
+      m = mg::MaxNan<T>::merge(m, v[j]);
+    }
+    m = mg::warp_all<mg::MaxNan<T>>(m);
+    double s = 0.0;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      if ((long long)j * 32 + lane < n) {
+        const T e = mg::m_exp(v[j] - m);
+        s += (double)e;
+        if (!LOG) v[j] = e;  // softmax writes exp(x - max) scaled; log_softmax needs x
+      }
+    }
+    s = mg::warp_all<mg::SumD>(s);
+    const double inv = 1.0 / s, ls = LOG ? log(s) : 0.0;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const long long k = (long long)j * 32 + lane;
+      if (k < n) y[k] = LOG ? (T)(((double)v[j] - (double)m) - ls) : (T)((double)v[j] * inv);
+    }
+  }
+}
+
+template <class T, bool LOG, int PER>
+__global__ void mg_softmax_warp_backward(T* gi, const T* g, const T* r, long long rows, long long n) {
+  const int lane = threadIdx.x & 31;
+  const long long per_block = blockDim.x >> 5, warps = (long long)gridDim.x * per_block;
+  for (long long row = blockIdx.x * per_block + (threadIdx.x >> 5); row < rows; row += warps) {
+    const long long base = row * n;
+    T gv[PER], rv[PER];
+    double s = 0.0;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const long long k = (long long)j * 32 + lane;
+      gv[j] = k < n ? g[base + k] : (T)0;
+      rv[j] = k < n ? r[base + k] : (T)0;
+      if (k < n) s += (double)(LOG ? gv[j] : gv[j] * rv[j]);
+    }
+    const T st = (T)mg::warp_all<mg::SumD>(s);
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const long long k = (long long)j * 32 + lane;
+      if (k < n) gi[base + k] = LOG ? gv[j] - mg::m_exp(rv[j]) * st : rv[j] * (gv[j] - st);
+    }
+  }
 }
 
 // The backward needs one sum per slice: the first fold is a placeholder that reads nothing.
