@@ -22,15 +22,13 @@ division by ~0, a negative base to a fractional power) but mix in small integers
 (max/min/amax/maximum), kinks (relu and abs at 0, clamp at its bounds) and zeros (prod, norm,
 std) come up; `test_kinks_and_ties` pins those cases down with explicit values.
 
-Run with MINIGRAD_GRAD_SELFCHECK=1 to run both sides on torch (minigrad's module name bound to
-torch, gradcheck loaded from python/minigrad/autograd/gradcheck/): this checks the test code,
-the strategies and this repository's gradcheck without a built minigrad.
+This repository's gradcheck is also run on torch tensors (the `ours` fixture), against
+torch.autograd.gradcheck on the same functions, so the checker itself is tested.
 """
 
 import importlib
 import importlib.util
 import math
-import os
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -44,12 +42,8 @@ import torch
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
-SELF_CHECK = os.environ.get("MINIGRAD_GRAD_SELFCHECK") == "1"
-if SELF_CHECK:
-    sys.modules["minigrad"] = torch
-
-import minigrad as mg  # noqa: E402
-from parity import FLOAT_DTYPES, DTYPES, assert_same, make_pair, normalize_message, recipes, run_both  # noqa: E402
+import minigrad as mg
+from parity import FLOAT_DTYPES, DTYPES, assert_same, make_pair, normalize_message, recipes, run_both
 
 # torch warns when a reduction over an empty tensor leaves no degrees of freedom; minigrad as well
 # (and torch's engine warns about the layout of some empty gradients, a performance note)
@@ -76,18 +70,7 @@ def load_gradcheck_copy(name="_gradcheck_under_test"):
     return _PRIVATE_GRADCHECK[name]
 
 
-def minigrad_gradcheck_module():
-    """The module behind minigrad.autograd.gradcheck (in self-check mode: a copy whose
-    `import minigrad` finds torch)."""
-    if SELF_CHECK:
-        return load_gradcheck_copy("_gradcheck_selfcheck")
-    return importlib.import_module("minigrad.autograd.gradcheck")
-
-
 def minigrad_gradcheck():
-    """minigrad.autograd.gradcheck (in self-check mode: this repository's, on torch tensors)."""
-    if SELF_CHECK:
-        return minigrad_gradcheck_module().gradcheck
     return mg.autograd.gradcheck
 
 
@@ -1201,8 +1184,6 @@ def test_gradcheck(op, data):
     assume(torch_ok)
     gradcheck = minigrad_gradcheck()
     assert gradcheck(lambda *ts: fn(mg, *case.args(mg, ts)), tuple(case.m), **op.gradcheck_kw)
-    if SELF_CHECK:  # the domains and points chosen here must satisfy torch's own gradcheck too
-        assert torch.autograd.gradcheck(lambda *ts: fn(torch, *case.args(torch, ts)), tuple(case.t), **op.gradcheck_kw)
 
 
 def run_inplace(L, op, case, tensors, mode, pad):
@@ -1591,7 +1572,7 @@ def test_gradgradcheck_with_given_grad_outputs(ours):
 
 def test_minigrad_gradcheck_passes_and_fails():
     gradcheck = minigrad_gradcheck()
-    module = minigrad_gradcheck_module()
+    module = importlib.import_module("minigrad.autograd.gradcheck")
     x = mg.tensor([[0.5, -1.25], [2.0, 0.75]], dtype=mg.float64).requires_grad_()
     y = mg.tensor([1.5, -0.5], dtype=mg.float64).requires_grad_()
     assert gradcheck(lambda a, b: (a * b).exp().sum(0), (x, y)) is True
