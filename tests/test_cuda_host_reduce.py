@@ -470,3 +470,38 @@ def test_softmax_warp_backward(host, inst):
         assert_same(outs[0], want, f"{inst} {(rows, n)} (minigrad's formula)")
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
         assert_close(outs[0], fn(g, r, 1, g.dtype), f"{inst} {(rows, n)} (torch)")
+
+
+# ----- short rows, a warp per row (mg_reduce_warp) -----
+
+def launch_warp(host, inst, x, out_t, vals_t, p0, grid, threads):
+    rows, red = x.shape
+    out = torch.full((rows,), 7, dtype=torch_type(out_t))
+    vals = torch.full((rows,), 7, dtype=x.dtype) if vals_t else None
+    host.launch(inst, grid, threads, ctypes.c_void_p(out.data_ptr()),
+                ctypes.c_void_p(vals.data_ptr() if vals is not None else 0), ctypes.c_void_p(x.data_ptr()),
+                ctypes.c_longlong(rows), ctypes.c_longlong(red), ctypes.c_void_p(0), ctypes.c_double(p0),
+                ctypes.c_double(0.0))
+    return out, vals
+
+
+@pytest.mark.parametrize("inst", instances("reduce", "mg_reduce_warp"))
+def test_reduce_warp_matches_the_block_kernel(host, inst):
+    """Same results as mg_reduce (exact inputs: the order cannot show; ties: the first index),
+    for rows shorter than, equal to and longer than a warp, under any launch shape."""
+    _, (op,) = parse(inst)
+    kind, t = op_name(op).split("<")[0], parse(op_name(op))[1][0]
+    rng = rng_for(inst)
+    arg = kind.startswith("Arg")
+    out_t = "long long" if arg else t
+    for red in WARP_ROWS:
+        x = tame(t, (6, red, 1), rng, "ties" if arg or kind.startswith("Am") else "sum")
+        x = with_specials(x, rng)
+        p0 = float(red) if kind == "Mean" else 0.0
+        want, want_vals = launch_one_pass(host, f"mg_reduce<{op}>", x, out_t, arg, p0=p0)
+        x2 = x.reshape(6, red).contiguous()
+        runs = [launch_warp(host, inst, x2, out_t, arg, p0, g, th) for g, th in ((1, 128), (2, 64), (1, 32))]
+        for out, vals in runs:
+            assert_same(out, want.reshape(6), f"{inst} red={red}")
+            if arg:
+                assert_same(vals, want_vals.reshape(6), f"{inst} red={red} (values)")

@@ -192,8 +192,17 @@ const REDUCE: CudaSource = CudaSource {
             ops: &["Norm2<{T}, {O}>", "Norm1<{T}, {O}>", "NormInf<{T}, {O}>", "NormNegInf<{T}, {O}>", "Norm0<{T}, {O}>", "NormP<{T}, {O}>"],
         },
         Family { kernels: REDUCE_KERNELS, types: F, ops: &["SqDev<{T}>", "LseShift<{T}>", "LseSum<{T}>"] },
+        // short rows of the common float reductions (REDUCE_WARP_MAX_ROW)
+        Family {
+            kernels: &["mg_reduce_warp<mg::{op}>"],
+            types: F,
+            ops: &["Sum<{T}, {O}>", "Mean<{T}, {O}>", "Amax<{T}>", "Amin<{T}>", "ArgMax<{T}>", "ArgMin<{T}>"],
+        },
     ],
 };
+
+/// Rows (inner == 1) up to this long reduce with `mg_reduce_warp` where it is instantiated.
+pub const REDUCE_WARP_MAX_ROW: usize = 1024;
 
 const SOFTMAX: CudaSource = CudaSource {
     name: "softmax",

@@ -12,12 +12,24 @@ use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::layout::Layout;
 use minigrad_core::ops::binary::BinaryOp;
-use minigrad_core::ops::cuda_kernels::{reduce_chunk, softmax_warp_per, ACC_SLOT_BYTES, REDUCE_THREADS, SOFTMAX_WARP_MAX_ROW};
+use minigrad_core::ops::cuda_kernels::{
+    reduce_chunk, softmax_warp_per, ACC_SLOT_BYTES, REDUCE_THREADS, REDUCE_WARP_MAX_ROW, SOFTMAX_WARP_MAX_ROW, SOURCES,
+};
 use minigrad_core::ops::reduce::Reduction;
 use minigrad_core::tensor::Tensor;
 
-/// Threads per block of softmax's warp-per-row kernels: four rows per block.
+/// Threads per block of the warp-per-row kernels (softmax, short reductions): four rows per block.
 const SOFTMAX_WARP_THREADS: u32 = 128;
+
+/// Whether `name` (`mg_reduce_warp<...>`) is instantiated: only the common float reductions are.
+fn has_warp_instance(name: &str) -> bool {
+    static NAMES: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            SOURCES.iter().flat_map(|s| s.instances()).filter(|i| i.starts_with("mg_reduce_warp<")).collect()
+        })
+        .contains(name)
+}
 
 /// A contiguous operand seen as `(outer, red, inner)`.
 struct ThreeAxes {
@@ -86,6 +98,15 @@ impl Cuda {
         let (outer, red, inner) = (x.outer, x.red, x.inner);
         let chunk = reduce_chunk(outer as u64, red as u64, inner as u64) as usize;
         let input = addr(&x.base);
+        if chunk == 0 && inner == 1 && (1..=REDUCE_WARP_MAX_ROW).contains(&red) {
+            let name = format!("mg_reduce_warp<{op}>");
+            if has_warp_instance(&name) {
+                let grid = outer.div_ceil((SOFTMAX_WARP_THREADS / 32) as usize).clamp(1, 1 << 16) as u32;
+                let mut p = Params::new();
+                p.ptr(out).ptr(values).ptr(input).i64(outer as i64).i64(red as i64).ptr(aux).f64(p0).f64(p1);
+                return self.launch_on(&name, grid, SOFTMAX_WARP_THREADS, outer, &mut p);
+            }
+        }
         if chunk == 0 {
             let (grid, items) = Self::reduce_grid(outer, 1, inner);
             let mut p = Params::new();

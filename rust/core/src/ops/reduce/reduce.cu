@@ -20,6 +20,11 @@
 //   mg_reduce_done<Op>(Op::out_t* out, Op::in_t* values, const mg::AccSlot* part, long long outer,
 //                      long long nchunk, long long inner, const double* aux, double p0, double p1)
 //       combines the chunks' partials and writes the results
+//   mg_reduce_warp<Op>(Op::out_t* out, Op::in_t* values, const Op::in_t* in, long long rows,
+//                      long long red, const double* aux, double p0, double p1)
+//       short rows (inner == 1, red <= 1024): one warp per row, lane l folds elements l, l + 32,
+//       ... and a shuffle tree combines the lanes; no block barrier, any whole-warp block size.
+//       The order is fixed by red alone, so results are as deterministic as the block kernel's.
 // `values` is written by ArgMax/ArgMin only (max(dim)/min(dim)'s values; may be null); `aux`
 // holds one double per output for SqDev (its mean) and LseSum (its shift), else may be null.
 // Parameters: Mean p0 = number of reduced elements; NormP p0 = p; SqDev p0 = divisor
@@ -372,4 +377,21 @@ __global__ void mg_reduce_done(typename Op::out_t* out, typename Op::in_t* value
       outer, nchunk, inner, 0, nullptr, [&](long long idx) { return mg::load_slot<A>(part + idx); },
       [&](A a, A b, long long, double) { return Op::merge(a, b); },
       [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
+}
+
+template <class Op>
+__global__ void mg_reduce_warp(typename Op::out_t* out, typename Op::in_t* values, const typename Op::in_t* in,
+                               long long rows, long long red, const double* aux, double p0, double p1) {
+  typedef typename Op::acc_t A;
+  const int lane = threadIdx.x & 31;
+  const long long per_block = blockDim.x >> 5, warps = (long long)gridDim.x * per_block;
+  // `row` depends on the warp only, so its 32 lanes run the same iterations and shuffles.
+  for (long long row = blockIdx.x * per_block + (threadIdx.x >> 5); row < rows; row += warps) {
+    const double aux_o = aux ? aux[row] : 0.0;
+    A a = mg::fold_range(
+        Op::init(), (long long)lane, red, 32, row * red + lane, 32, aux_o, [&](long long idx) { return in[idx]; },
+        [&](A acc, typename Op::in_t x, long long r, double ax) { return Op::step(acc, x, r, ax, p0); });
+    a = mg::warp_reduce<Op>(a, 16);
+    if (lane == 0) Op::write(out, values, row, a, aux_o, p0, p1);
+  }
 }
