@@ -95,34 +95,33 @@ fn run_group(rule: Rule, slots: Vec<Slot>) -> Result<()> {
         refs.extend(&s.state);
     }
     let backend = backend_for(&refs)?;
-    {
-        let mut direct = Vec::with_capacity(slots.len());
-        let mut staged = Vec::new();
-        for s in slots {
-            let dense = s.param.is_contiguous() && s.grad.is_contiguous() && s.state.iter().all(Tensor::is_contiguous);
-            if dense {
-                direct.push(s);
-            } else {
-                let copy = Slot {
-                    param: contiguous_copy(&s.param, s.param.dtype())?,
-                    grad: contiguous_copy(&s.grad, s.grad.dtype())?,
-                    state: s.state.iter().map(|t| contiguous_copy(t, t.dtype())).collect::<Result<_>>()?,
-                    ..s
-                };
-                staged.push((s.param, s.state, copy));
-            }
+    // (the written originals, their contiguous stand-ins) of the slots that need copies
+    let mut staged: Vec<(Vec<Tensor>, Vec<Tensor>)> = Vec::new();
+    let mut run = Vec::with_capacity(slots.len());
+    for s in slots {
+        let dense = s.param.is_contiguous() && s.grad.is_contiguous() && s.state.iter().all(Tensor::is_contiguous);
+        if dense {
+            run.push(s);
+            continue;
         }
-        let copies: Vec<Slot> = staged.iter().map(|(_, _, c)| Slot { param: c.param.clone(), grad: c.grad.clone(), state: c.state.clone(), ..*c }).collect();
-        direct.extend(copies);
-        backend.optim_step(rule, &direct)?;
-        for (param, state, copy) in &staged {
-            copy_kernel(param, &copy.param)?;
-            for (t, c) in state.iter().zip(&copy.state) {
-                copy_kernel(t, c)?;
-            }
-        }
-        Ok(())
+        let dense_copy = |t: &Tensor| contiguous_copy(t, t.dtype());
+        let copy = Slot {
+            param: dense_copy(&s.param)?,
+            grad: dense_copy(&s.grad)?,
+            state: s.state.iter().map(dense_copy).collect::<Result<_>>()?,
+            ..s
+        };
+        let written = std::iter::once(&copy.param).chain(&copy.state).cloned().collect();
+        staged.push((std::iter::once(s.param).chain(s.state).collect(), written));
+        run.push(copy);
     }
+    backend.optim_step(rule, &run)?;
+    for (originals, copies) in &staged {
+        for (t, c) in originals.iter().zip(copies) {
+            copy_kernel(t, c)?;
+        }
+    }
+    Ok(())
 }
 
 /// `torch.optim.SGD`'s step over one group: `bufs[i]` is parameter i's momentum buffer (None
