@@ -476,8 +476,7 @@ def test_float64_params_follow_torch_op_for_op(name, kwargs):
         np.testing.assert_allclose(mvalue.numpy(), value.numpy(), rtol=1e-13, atol=1e-15)
 
 
-@pytest.mark.parametrize("name,flag", [("SGD", "fused"), ("SGD", "differentiable"), ("Adam", "fused"),
-                                       ("Adam", "capturable"), ("AdamW", "differentiable")])
+@pytest.mark.parametrize("name,flag", [("SGD", "differentiable"), ("Adam", "capturable"), ("AdamW", "differentiable")])
 def test_modes_minigrad_lacks_are_refused(name, flag):
     with pytest.raises(ValueError, match=f"{name}: {flag}=True is not supported by minigrad"):
         getattr(optim, name)([_leaf(mg)], **{flag: True})

@@ -42,6 +42,7 @@ __all__ = [
     '_cuda_driver', '_cuda_memory_stats', '_cuda_reset_peak',
     '_cuda_manual_seed', '_cuda_manual_seed_all', '_cuda_rng_state', '_cuda_set_rng_state',
     'float16', 'bfloat16', 'uint8', 'int8', 'int16', 'promote_types',
+    '_sgd_step', '_adam_step',
 ]
 
 _debug_build: builtins.bool
@@ -370,3 +371,12 @@ def _cuda_manual_seed(index: int, seed: int) -> None: ...
 def _cuda_manual_seed_all(seed: int) -> None: ...
 def _cuda_rng_state(index: int) -> tuple[int, int]: ...
 def _cuda_set_rng_state(index: int, seed: int, offset: int) -> None: ...
+
+# fused optimizer steps (rust/py/src/optim.rs): one call per parameter group
+def _sgd_step(params: list[TensorBase], grads: list[TensorBase], momentum_buffers: list[TensorBase | None], lr: float,
+              momentum: float, dampening: float, weight_decay: float, nesterov: builtins.bool, maximize: builtins.bool,
+              torch_bumps: builtins.bool) -> list[TensorBase | None]: ...
+def _adam_step(params: list[TensorBase], grads: list[TensorBase], exp_avgs: list[TensorBase], exp_avg_sqs: list[TensorBase],
+               max_exp_avg_sqs: list[TensorBase] | None, state_steps: list[TensorBase], lr: float, beta1: float, beta2: float,
+               eps: float, weight_decay: float, amsgrad: builtins.bool, maximize: builtins.bool, decoupled: builtins.bool,
+               torch_bumps: builtins.bool) -> None: ...

@@ -1,15 +1,19 @@
 """Adam (and, with decoupled weight decay, AdamW) — torch.optim.Adam."""
 
-from .. import _creation
+from .. import _C, _creation
 from .._C import float32
 from . import _inplace
-from .optimizer import Optimizer, _call_closure, _check_unsupported, _run_without_grad
+from .optimizer import (
+    Optimizer, _call_closure, _check_fused_flags, _check_unsupported, _device_dtype_check_for_fused, _fused_dtypes,
+    _run_without_grad,
+)
 
 __all__ = ["Adam"]
 
 
 class Adam(Optimizer):
-    """torch.optim.Adam with the single-tensor (for-loop) algorithm.
+    """torch.optim.Adam: the for-loop algorithm's numbers and version counts, run as one fused
+    Rust call per parameter group (float32/float64 parameters; others step op by op).
 
     Per parameter, at step t: g = grad (negated if maximize) [+ weight_decay * p, or
     p *= 1 - lr * weight_decay when decoupled]; m.lerp_(g, 1 - beta1);
@@ -39,8 +43,8 @@ class Adam(Optimizer):
             "differentiable": differentiable, "fused": fused,
             "decoupled_weight_decay": decoupled_weight_decay,
         }
-        _check_unsupported(type(self).__name__, capturable=capturable, differentiable=differentiable,
-                           fused=fused)
+        _check_fused_flags(fused, foreach, differentiable)
+        _check_unsupported(type(self).__name__, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -75,10 +79,36 @@ class Adam(Optimizer):
         """Perform a single optimization step; returns the closure's loss if given."""
         loss = _call_closure(closure)
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group, self._state_for(p, group))
+            self._step_group(group)
         return loss
+
+    def _step_group(self, group):
+        fused, amsgrad = group["fused"], group["amsgrad"]
+        fused_dtypes = _fused_dtypes()
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], [], [], []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if fused:
+                _device_dtype_check_for_fused(p)
+            state = self._state_for(p, group)
+            if p.dtype not in fused_dtypes:
+                self._update(p, group, state)
+                continue
+            params.append(p)
+            grads.append(grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if amsgrad:
+                max_sqs.append(state["max_exp_avg_sq"])
+            steps.append(state["step"])
+        if not params:
+            return
+        beta1, beta2 = group["betas"]
+        _C._adam_step(params, grads, exp_avgs, exp_avg_sqs, max_sqs if amsgrad else None, steps, group["lr"], beta1, beta2,
+                      group["eps"], group["weight_decay"], amsgrad, group["maximize"],
+                      group["decoupled_weight_decay"], not fused)
 
     @staticmethod
     def _update(param, group, state):

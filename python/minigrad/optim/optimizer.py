@@ -3,8 +3,9 @@
 Mirrors `torch.optim.Optimizer` (torch 2.13): the same group layout, the same
 state-dict format (parameters packed into integer ids in group order) and the
 same error texts. Subclasses implement `step`; each update runs under
-`minigrad.no_grad()` through ordinary in-place tensor ops, so every step bumps
-the parameters' `_version` counters exactly as torch's for-loop path does.
+`minigrad.no_grad()`; SGD, Adam and AdamW run one fused Rust call per parameter
+group (`_C._sgd_step`, `_C._adam_step`, docs/optim.md) that bumps the parameters'
+`_version` counters exactly as torch's for-loop path does.
 """
 
 import functools
@@ -54,6 +55,37 @@ def _check_unsupported(optimizer_name, **flags):
     for name, value in flags.items():
         if value:
             raise ValueError(f"{optimizer_name}: {name}=True is not supported by minigrad")
+
+
+# The dtypes the fused step kernels run in; other parameters are stepped op by op.
+_FUSED_DTYPES = frozenset()
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _fused_dtypes():
+    global _FUSED_DTYPES
+    if not _FUSED_DTYPES:
+        from .._C import float32, float64
+        _FUSED_DTYPES = frozenset((float32, float64))
+    return _FUSED_DTYPES
+
+
+def _check_fused_flags(fused, foreach, differentiable):
+    """torch's constructor checks of `fused=True`."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _device_dtype_check_for_fused(p):
+    """torch's check of each parameter of a `fused=True` step."""
+    if not p.is_floating_point():
+        raise RuntimeError(
+            "`fused=True` requires all the params to be floating point Tensors of "
+            f"supported devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}"
+        )
 
 
 def _call_closure(closure):

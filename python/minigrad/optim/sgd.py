@@ -1,12 +1,17 @@
 """Stochastic gradient descent, optionally with (Nesterov) momentum — torch.optim.SGD."""
 
-from .optimizer import Optimizer, _call_closure, _check_unsupported, _run_without_grad
+from .. import _C
+from .optimizer import (
+    Optimizer, _call_closure, _check_fused_flags, _check_unsupported, _device_dtype_check_for_fused, _fused_dtypes,
+    _run_without_grad,
+)
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
-    """torch.optim.SGD with the single-tensor (for-loop) algorithm.
+    """torch.optim.SGD: the for-loop algorithm's numbers and version counts, run as one fused
+    Rust call per parameter group (float32/float64 parameters; others step op by op).
 
     Per parameter: g = grad (negated if maximize) [+ weight_decay * p];
     with momentum, buf = g on the first step, else buf = momentum * buf + (1 - dampening) * g,
@@ -28,7 +33,8 @@ class SGD(Optimizer):
         }
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _check_unsupported("SGD", differentiable=differentiable, fused=fused)
+        _check_fused_flags(fused, foreach, differentiable)
+        _check_unsupported("SGD", differentiable=differentiable)
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -45,10 +51,36 @@ class SGD(Optimizer):
         """Perform a single optimization step; returns the closure's loss if given."""
         loss = _call_closure(closure)
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
+            self._step_group(group)
         return loss
+
+    def _step_group(self, group):
+        fused, momentum = group["fused"], group["momentum"]
+        fused_dtypes = _fused_dtypes()
+        params, grads, bufs = [], [], []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if fused:
+                _device_dtype_check_for_fused(p)
+            if p.dtype not in fused_dtypes:
+                self._update(p, group)
+                continue
+            params.append(p)
+            grads.append(grad)
+            if momentum != 0:
+                bufs.append(self.state[p].get("momentum_buffer"))
+            else:
+                bufs.append(None)
+        if not params:
+            return
+        new_bufs = _C._sgd_step(params, grads, bufs, group["lr"], momentum, group["dampening"],
+                                group["weight_decay"], group["nesterov"], group["maximize"], not fused)
+        if momentum != 0:
+            for p, old, new in zip(params, bufs, new_bufs):
+                if old is None:
+                    self.state[p]["momentum_buffer"] = new
 
     def _update(self, param, group):
         momentum, lr = group["momentum"], group["lr"]

@@ -19,6 +19,7 @@ pub mod simd;
 pub mod softmax;
 pub mod sort;
 pub mod unary;
+pub mod optim;
 
 // The base layer's modules and macros under the paths the kernels use (`crate::element`, ...).
 use minigrad_base::{alloc, element, error, layout};

@@ -22,6 +22,7 @@ mod interop;
 mod linalg;
 mod nn_norm;
 mod nn_conv;
+mod optim;
 mod reduce;
 mod scan_sort;
 mod tensor;
@@ -53,5 +54,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     composite::register(m)?;
     cuda_sources::register(m)?;
     cuda::register(m)?;
+    optim::register(m)?;
     Ok(())
 }

@@ -17,6 +17,14 @@ def cases(ctx):
                  build=lambda ctx: _build(ctx, "mlp", (64, 784))),
         TimeCase(name="conv net SGD step b64", params={"model": "convnet", "batch": 64, "input": [1, 8, 8]},
                  build=lambda ctx: _build(ctx, "convnet", (64, 1, 8, 8))),
+        TimeCase(name="Adam step 200 params (100 x 128x128 + 100 x 128)",
+                 params={"optimizer": "Adam", "shapes": "100 x [128, 128] + 100 x [128]"},
+                 build=lambda ctx: _build_step(ctx, "Adam", [(128, 128), (128,)] * 100)),
+        TimeCase(name="AdamW amsgrad step 400 params x 256", params={"optimizer": "AdamW", "shapes": "400 x [256]"},
+                 build=lambda ctx: _build_step(ctx, "AdamW", [(256,)] * 400, amsgrad=True)),
+        TimeCase(name="SGD momentum step 200 params (100 x 128x128 + 100 x 128)",
+                 params={"optimizer": "SGD", "shapes": "100 x [128, 128] + 100 x [128]"},
+                 build=lambda ctx: _build_step(ctx, "SGD", [(128, 128), (128,)] * 100, momentum=0.9)),
     ]
 
 
@@ -44,4 +52,22 @@ def _build(ctx, model, shape, device="cpu"):
             loss.backward()
             opt.step()
         fns[lib] = step
+    return fns
+
+
+def _build_step(ctx, name, shapes, **kwargs):
+    """{lib: one optimizer step} over many parameters with fixed gradients (the step alone: the
+    case for a fused multi-tensor step, where a per-parameter chain of ops pays per tensor)."""
+    values = [random(shape) for shape in shapes]
+    grads = [random(shape, seed=1) for shape in shapes]
+    fns = {}
+    for lib in ctx.libs:
+        if lib == "numpy":
+            continue
+        m = ctx.module(lib)
+        params = [to_lib(lib, ctx, v).requires_grad_() for v in values]
+        for p, g in zip(params, grads):
+            p.grad = to_lib(lib, ctx, g)
+        opt = getattr(m.optim, name)(params, lr=1e-3, **kwargs)
+        fns[lib] = opt.step
     return fns

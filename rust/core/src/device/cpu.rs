@@ -180,4 +180,8 @@ impl Backend for Cpu {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         crate::ops::mask::masked_select_cpu_kernel(src, mask)
     }
+
+    fn optim_step(&self, rule: crate::ops::optim::Rule, slots: &[crate::ops::optim::Slot]) -> Result<()> {
+        crate::ops::optim::cpu_kernel(rule, slots)
+    }
 }

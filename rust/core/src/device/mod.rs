@@ -412,6 +412,22 @@ pub trait Backend: Send + Sync {
         let _ = (x, normalized_shape, weight, bias, eps);
         Err(not_implemented(self.device(), "native_layer_norm"))
     }
+
+    /// One optimizer step over a parameter group (ops/optim.rs): `rule` (SGD or Adam/AdamW with
+    /// its hyper-parameters) applied to every slot's parameter, gradient and state buffers, in
+    /// place, with the arithmetic of kernels/optim.rs. Every tensor of a slot is contiguous, of
+    /// the parameter's shape and float dtype, on this device, and shares memory with no other
+    /// operand; slots may differ in size. The op layer does the version bumps and the step
+    /// counters. A GPU does the whole group in one launch.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn optim_step(&self, rule: crate::ops::optim::Rule, slots: &[crate::ops::optim::Slot]) -> Result<()> {
+        let _ = slots;
+        Err(not_implemented(self.device(), match rule {
+            crate::ops::optim::Rule::Sgd(_) => "_fused_sgd_",
+            crate::ops::optim::Rule::Adam(_) => "_fused_adam_",
+        }))
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

@@ -323,6 +323,19 @@ impl Backend for Widen {
         crate::ops::copy::copy_kernel(&result, &o)?;
         Ok((result, mean, rstd))
     }
+
+    fn optim_step(&self, rule: crate::ops::optim::Rule, slots: &[crate::ops::optim::Slot]) -> Result<()> {
+        // Refused, not widened: torch's for-loop step rounds every op to the narrow dtype, so a
+        // float32 pass would give other numbers. minigrad's optimizers send float16/bfloat16
+        // parameters to their op-by-op step instead.
+        if let Some(s) = slots.iter().find(|s| s.param.dtype().is_narrow()) {
+            return Err(crate::error::Error::NotImplemented(format!(
+                "minigrad: the fused optimizer step does not support '{}' parameters (the optimizers step them op by op)",
+                s.param.dtype().scalar_type_name()
+            )));
+        }
+        self.0.optim_step(rule, slots)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

@@ -291,7 +291,14 @@ const RANDOM: CudaSource = CudaSource {
     }],
 };
 
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM];
+const OPTIM: CudaSource = CudaSource {
+    name: "optim",
+    path: "rust/core/src/ops/optim.cu",
+    source: include_str!("optim.cu"),
+    families: &[Family { kernels: &["mg_sgd_step<{T}>", "mg_adam_step<{T}>"], types: F, ops: &[""] }],
+};
+
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM];
 
 #[cfg(test)]
 mod tests {

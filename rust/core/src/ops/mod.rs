@@ -33,6 +33,7 @@ pub mod sort;
 pub mod unary;
 pub mod views;
 pub mod write;
+pub mod optim;
 
 use crate::dtype::{Operand, Scalar};
 use crate::tensor::Tensor;

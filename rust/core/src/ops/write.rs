@@ -147,3 +147,21 @@ pub fn write_overlapping<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce
 pub fn bump_metadata(dst: &Tensor) {
     dst.version.bump();
 }
+
+/// The write of a multi-tensor kernel (a fused optimizer step): checks every destination, runs
+/// `kernel` once, then moves each destination's version by its count: the number of in-place
+/// ops torch's own step makes on that tensor (0 for memory nobody has seen yet, or for torch's
+/// `fused=True` steps, which bump nothing). Reads are the kernel's business (the caller checked
+/// that no two operands share memory).
+pub fn write_many<R>(dsts: &[(&Tensor, u32)], kernel: impl FnOnce() -> Result<R>) -> Result<R> {
+    for (d, _) in dsts {
+        check_no_internal_overlap(d)?;
+    }
+    let out = kernel()?;
+    for (d, n) in dsts {
+        for _ in 0..*n {
+            d.version.bump();
+        }
+    }
+    Ok(out)
+}

@@ -432,5 +432,8 @@ impl Backend for Cuda {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         self.masked_select_impl(src, mask)
     }
-}
 
+    fn optim_step(&self, rule: minigrad_core::ops::optim::Rule, slots: &[minigrad_core::ops::optim::Slot]) -> Result<()> {
+        self.optim_step_impl(rule, slots)
+    }
+}

@@ -10,6 +10,7 @@ mod kernels;
 mod launch;
 mod memory;
 mod norm;
+mod optim;
 mod random;
 mod reduce;
 
