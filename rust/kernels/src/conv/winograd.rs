@@ -35,7 +35,7 @@ impl<T: ConvElem + Sub<Output = T>> WinoElem for T {}
 /// product over Cin·9 rows is as fast: measured on the digits stem, Cin = 1).
 pub const MIN_CHANNELS: usize = 4;
 /// Elements of the largest of V and M per chunk of images: they stay in the L2 cache.
-pub const CHUNK_BUDGET: usize = 1 << 16;
+pub const CHUNK_BUDGET: usize = 1 << 17;
 
 /// Whether the forward (and the weight gradient) of `g` can run here.
 pub fn suits(g: &Geometry) -> bool {
@@ -63,10 +63,10 @@ impl Plan {
         self.th * self.tw
     }
     /// Images per chunk: V and M of one chunk within `budget` elements, at least one image,
-    /// and at least four chunks where the batch allows (so that two threads share the work).
+    /// and at least two chunks where the batch allows (so that two threads share the work).
     fn images(&self, g: &Geometry, budget: usize) -> usize {
         let per_image = (16 * self.tiles() * g.c_in.max(g.c_out)).max(1);
-        (budget / per_image).clamp(1, g.n.div_ceil(4).max(1))
+        (budget / per_image).clamp(1, g.n.div_ceil(2).max(1))
     }
 }
 
@@ -120,9 +120,9 @@ fn block(r: usize, c: usize, hh: usize, wh: usize) -> usize {
 
 /// Packs `nb` images `[nb][ch][h][w]` into the parity-split grid of `2hh × 2wh` positions, each a
 /// block of `nb·ch` values (`[image][channel]`); the image sits at offset (`ph`, `pw`) and
-/// every other position is zero. Each destination line (one image's channels at one position)
-/// is written in one go: the blocks are a power of two apart, and revisiting them would thrash
-/// the L1 sets.
+/// every other position is zero. Each image is transposed to `[pixel][channel]` in `tmp`
+/// (L1-resident) and then copied line by line: writing the blocks (a power of two apart) one
+/// element at a time would thrash the L1 sets.
 #[allow(clippy::too_many_arguments)]
 fn pack<T: WinoElem>(src: &[T], nb: usize, ch: usize, (h, w): (usize, usize), (ph, pw): (usize, usize), (hh, wh): (usize, usize), dst: &mut [T]) {
     let blk = nb * ch;
@@ -136,13 +136,17 @@ fn pack<T: WinoElem>(src: &[T], nb: usize, ch: usize, (h, w): (usize, usize), (p
         }
     }
     let hw = h * w;
+    // Destination of each source pixel (all inside the grid: see `Plan`).
+    let offs: Vec<usize> = (0..hw).map(|p| block(p / w + ph, p % w + pw, hh, wh) * blk).collect();
+    let mut tmp = vec![T::zero(); hw * ch];
     for (i, img) in src[..nb * ch * hw].chunks_exact(ch * hw).enumerate() {
-        for p in 0..hw {
-            // Inside the grid: see `Plan`.
-            let at = block(p / w + ph, p % w + pw, hh, wh) * blk + i * ch;
-            for (c, d) in dst[at..at + ch].iter_mut().enumerate() {
-                *d = img[c * hw + p];
+        for (c, plane) in img.chunks_exact(hw).enumerate() {
+            for (p, v) in plane.iter().enumerate() {
+                tmp[p * ch + c] = *v;
             }
+        }
+        for (line, &o) in tmp.chunks_exact(ch).zip(&offs) {
+            dst[o + i * ch..o + (i + 1) * ch].copy_from_slice(line);
         }
     }
 }
@@ -153,11 +157,15 @@ fn unpack<T: WinoElem>(y: &[T], nb: usize, ch: usize, (oh, ow): (usize, usize), 
     let (blk, hw) = (nb * ch, oh * ow);
     let zeros = vec![T::zero(); ch];
     let bias = bias.unwrap_or(&zeros);
+    let offs: Vec<usize> = (0..hw).map(|p| block(p / ow, p % ow, th, tw) * blk).collect();
+    let mut tmp = vec![T::zero(); hw * ch];
     for (i, img) in out[..nb * ch * hw].chunks_exact_mut(ch * hw).enumerate() {
-        for p in 0..hw {
-            let at = block(p / ow, p % ow, th, tw) * blk + i * ch;
-            for (c, (s, b)) in y[at..at + ch].iter().zip(bias).enumerate() {
-                img[c * hw + p] = *s + *b;
+        for (line, &o) in tmp.chunks_exact_mut(ch).zip(&offs) {
+            line.copy_from_slice(&y[o + i * ch..o + (i + 1) * ch]);
+        }
+        for (c, (plane, &b)) in img.chunks_exact_mut(hw).zip(bias).enumerate() {
+            for (p, o) in plane.iter_mut().enumerate() {
+                *o = tmp[p * ch + c] + b;
             }
         }
     }
