@@ -3,7 +3,8 @@ least 4 input and output channels; docs/kernels.md) and its fallbacks, against t
 input/weight/bias gradients, double backward, and the float32 error against a float64
 reference.
 
-The f32 tolerance is the suite's (rtol = atol = 1e-4). The documented bound for the Winograd path
+The f32 tolerance is the suite's (rtol = atol = 1e-4), widened for the weight and bias gradients
+by sqrt(n*OH*OW / 64) (sums of many products). The documented bound for the Winograd path
 itself: |f32 result - f64 reference| <= 1e-5 * (1 + |reference|) for the forward and the input
 gradient at up to 64 channels (the weight gradient sums n*OH*OW products: 1e-5 * sqrt(n*OH*OW)).
 """
@@ -45,9 +46,14 @@ def _run(x_arr, w_arr, b_arr, padding, rng, transposed=False, tol=None, **kw):
     up = rng.standard_normal(tuple(t_out.shape)).astype(x_arr.dtype)
     m_out.backward(mg.from_numpy(up.copy()))
     t_out.backward(torch.from_numpy(up.copy()))
-    for m, t in [(mx, tx), (mw, tw), (mb, tb)]:
+    # The weight and bias gradients sum n*OH*OW products: both libraries' float32 rounding
+    # grows like the square root of that count (torch's own error vs float64 is the larger one
+    # on the bench shape), so their tolerance scales with it.
+    count = up.size // up.shape[-3]
+    wide = {k: v * max(1.0, (count / 64) ** 0.5) for k, v in tol.items()}
+    for m, t, tl in [(mx, tx, tol), (mw, tw, wide), (mb, tb, wide)]:
         if t is not None:
-            assert_same(m.grad, t.grad, **tol)
+            assert_same(m.grad, t.grad, **tl)
     return m_out
 
 
