@@ -180,4 +180,8 @@ impl Backend for Cpu {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         crate::ops::mask::masked_select_cpu_kernel(src, mask)
     }
+
+    fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+        crate::ops::norm::batch_norm_backward_cpu(g, x, weight, eps)
+    }
 }
