@@ -19,25 +19,52 @@ fn dims(x: &Tensor) -> (usize, usize, usize) {
     (x.shape()[0], x.shape()[1], x.shape()[2..].iter().product())
 }
 
+/// Eight running sums, so that the adds do not wait on each other (one f64 chain would cost
+/// its latency per element); combined pairwise in a fixed order at the end.
+#[derive(Default)]
+struct Acc([f64; 8]);
+
+impl Acc {
+    #[inline(always)]
+    fn add<T: Element>(&mut self, row: &[T], f: impl Fn(f64) -> f64) {
+        let mut it = row.chunks_exact(8);
+        for c in &mut it {
+            for k in 0..8 {
+                self.0[k] += f(c[k].to_f64());
+            }
+        }
+        for (k, v) in it.remainder().iter().enumerate() {
+            self.0[k] += f(v.to_f64());
+        }
+    }
+    #[inline(always)]
+    fn add2<T: Element>(&mut self, a: &[T], b: &[T], f: impl Fn(f64, f64) -> f64) {
+        let (mut ia, mut ib) = (a.chunks_exact(8), b.chunks_exact(8));
+        for (ca, cb) in (&mut ia).zip(&mut ib) {
+            for k in 0..8 {
+                self.0[k] += f(ca[k].to_f64(), cb[k].to_f64());
+            }
+        }
+        for (k, (x, y)) in ia.remainder().iter().zip(ib.remainder()).enumerate() {
+            self.0[k] += f(x.to_f64(), y.to_f64());
+        }
+    }
+    fn total(&self) -> f64 {
+        let a = &self.0;
+        ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+    }
+}
+
 /// Per channel: (mean, sum of squared deviations), two passes in double, images then
 /// positions in order.
 fn stats<T: Element>(xs: &[T], (n, c, s): (usize, usize, usize), ch: usize) -> (f64, f64) {
     let rows = || (0..n).map(move |i| &xs[(i * c + ch) * s..(i * c + ch + 1) * s]);
-    let mut sum = 0.0;
-    for row in rows() {
-        for v in row {
-            sum += v.to_f64();
-        }
-    }
-    let m = sum / (n * s) as f64;
-    let mut sq = 0.0;
-    for row in rows() {
-        for v in row {
-            let d = v.to_f64() - m;
-            sq += d * d;
-        }
-    }
-    (m, sq)
+    let mut sum = Acc::default();
+    rows().for_each(|r| sum.add(r, |v| v));
+    let m = sum.total() / (n * s) as f64;
+    let mut sq = Acc::default();
+    rows().for_each(|r| sq.add(r, |v| (v - m) * (v - m)));
+    (m, sq.total())
 }
 
 fn channel_stats_t<T: Element>(xs: &[T], d: (usize, usize, usize)) -> Vec<(f64, f64)> {
@@ -93,16 +120,13 @@ fn backward_t<T: Element>(xs: &[T], gs: &[T], gi: &mut [T], w: Option<&[f64]>, d
         .map(|ch| {
             let (mean, sq) = stats(xs, d, ch);
             let invstd = 1.0 / (sq / m + eps).sqrt();
-            let (mut sg, mut sgx) = (0.0, 0.0);
+            let (mut sg, mut sgx) = (Acc::default(), Acc::default());
             for i in 0..n {
                 let r = (i * c + ch) * s..(i * c + ch + 1) * s;
-                for (x, g) in xs[r.clone()].iter().zip(&gs[r]) {
-                    let g = g.to_f64();
-                    sg += g;
-                    sgx += g * (x.to_f64() - mean) * invstd;
-                }
+                sg.add(&gs[r.clone()], |g| g);
+                sgx.add2(&xs[r.clone()], &gs[r], |x, g| g * (x - mean) * invstd);
             }
-            [mean, invstd, sg, sgx]
+            [mean, invstd, sg.total(), sgx.total()]
         })
         .collect();
     let row_min = if xs.len() < PAR_MIN { usize::MAX } else { 1 };
