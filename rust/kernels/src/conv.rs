@@ -15,6 +15,7 @@
 
 mod scratch;
 mod unfold;
+pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;

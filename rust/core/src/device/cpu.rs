@@ -184,4 +184,8 @@ impl Backend for Cpu {
     fn optim_step(&self, rule: crate::ops::optim::Rule, slots: &[crate::ops::optim::Slot]) -> Result<()> {
         crate::ops::optim::cpu_kernel(rule, slots)
     }
+
+    fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+        crate::ops::norm::batch_norm_backward_cpu(g, x, weight, eps)
+    }
 }

@@ -428,6 +428,17 @@ pub trait Backend: Send + Sync {
             crate::ops::optim::Rule::Adam(_) => "_fused_adam_",
         }))
     }
+
+    /// The first-order gradients of training-mode `batch_norm` in one kernel, an optimisation
+    /// of the composite formula (called only when no graph of the backward is recorded): `g`
+    /// and `x` of one float dtype and shape, statistics recomputed from `x` (biased variance,
+    /// `eps`) and per-channel sums in double. Returns (grad_input, grad_weight, grad_bias)
+    /// (`[c]` each; grad_weight as if weight were given), or None when the device has no such
+    /// kernel: the caller then runs the composite formula.
+    fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+        let _ = (g, x, weight, eps);
+        Ok(None)
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

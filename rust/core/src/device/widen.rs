@@ -336,6 +336,15 @@ impl Backend for Widen {
         }
         self.0.optim_step(rule, slots)
     }
+
+    fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+        let all: Vec<&Tensor> = [Some(g), Some(x), weight].into_iter().flatten().collect();
+        if any_narrow(&all) {
+            // narrow batch_norm is refused in the forward; nothing to fuse
+            return Ok(None);
+        }
+        self.0.batch_norm_backward(g, x, weight, eps)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

@@ -1,5 +1,5 @@
 //! `conv2d`: torch's argument checks, the forward and the two gradients through the device's
-//! `Backend` (CPU: the im2col + gemm kernels of `kernels/conv.rs`; CUDA: `conv.cu` + cuBLAS) and
+//! `Backend` (CPU: Winograd or im2col + gemm, `kernels/conv`; CUDA: `conv.cu` + cuBLAS) and
 //! the backward (ConvolutionBackward0).
 //!
 //! The convolution and its two gradients form a closed family of three bilinear ops:
@@ -12,7 +12,7 @@ use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::kernels::conv::{self as kernel, Geometry};
+use crate::kernels::conv::{self as kernel, winograd as wino, Geometry};
 use crate::ops::copy::contiguous_raw;
 use crate::ops::{reduce, views};
 use crate::tensor::Tensor;
@@ -216,18 +216,29 @@ pub fn conv2d_weight_grad_raw(x: &Tensor, grad: &Tensor, w_shape: &[usize], p: &
     Ok(dw)
 }
 
-/// The CPU backend's `conv2d` (im2col + gemm, kernels/conv.rs).
+/// The CPU backend's `conv2d`: Winograd F(2x2, 3x3) for 3x3 stride-1 ungrouped convolutions
+/// with a few channels (kernels/conv/winograd.rs), else im2col + gemm (kernels/conv.rs). The
+/// gradients choose the same way.
 pub(crate) fn cpu_forward(out: &Tensor, x: &Tensor, w: &Tensor, b: Option<&Tensor>, g: &Geometry) -> Result<()> {
+    if wino::suits(g) {
+        return crate::dispatch_float!(x.dtype(), T => wino::forward::<T>(read(x), read(w), b.map(|b| read::<T>(b)), fresh(out), g), _ => unreachable!("checked float"));
+    }
     crate::dispatch_float!(x.dtype(), T => kernel::forward::<T>(read(x), read(w), b.map(|b| read::<T>(b)), fresh(out), g), _ => unreachable!("checked float"))
 }
 
 /// The CPU backend's `conv2d_input_grad`.
 pub(crate) fn cpu_input_grad(dx: &Tensor, grad: &Tensor, w: &Tensor, g: &Geometry) -> Result<()> {
+    if wino::suits_input_grad(g) {
+        return crate::dispatch_float!(grad.dtype(), T => wino::grad_input::<T>(read(grad), read(w), fresh(dx), g), _ => unreachable!("checked float"));
+    }
     crate::dispatch_float!(grad.dtype(), T => kernel::grad_input::<T>(read(grad), read(w), fresh(dx), g), _ => unreachable!("checked float"))
 }
 
 /// The CPU backend's `conv2d_weight_grad`.
 pub(crate) fn cpu_weight_grad(dw: &Tensor, x: &Tensor, grad: &Tensor, g: &Geometry) -> Result<()> {
+    if wino::suits(g) {
+        return crate::dispatch_float!(x.dtype(), T => wino::grad_weight::<T>(read(x), read(grad), fresh(dw), g), _ => unreachable!("checked float"));
+    }
     crate::dispatch_float!(x.dtype(), T => kernel::grad_weight::<T>(read(x), read(grad), fresh(dw), g), _ => unreachable!("checked float"))
 }
 

@@ -20,6 +20,10 @@ use crate::ops::views;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
 
+#[path = "norm_bn_cpu.rs"]
+mod bn_cpu;
+pub(crate) use bn_cpu::batch_norm_backward_cpu;
+
 /// Element count below which the group loops stay on one thread.
 const PAR_MIN: usize = 1 << 15;
 
@@ -106,30 +110,9 @@ pub(crate) fn batch_norm_cpu(
     let dt = x.dtype();
     let (n, s) = (x.shape()[0], x.shape()[2..].iter().product::<usize>());
     let per_channel = n * s;
-    let xs = f64s(x)?;
-    let at = |i: usize, ch: usize, j: usize| xs[(i * c + ch) * s + j];
+    let xt = bn_cpu::typed(x)?;
     let (mean, invstd, var): (Vec<f64>, Vec<f64>, Vec<f64>) = if training {
-        let stats: Vec<(f64, f64)> = (0..c)
-            .into_par_iter()
-            .with_min_len(if x.numel() < PAR_MIN { c.max(1) } else { 1 })
-            .map(|ch| {
-                let mut sum = 0.0;
-                for i in 0..n {
-                    for j in 0..s {
-                        sum += at(i, ch, j);
-                    }
-                }
-                let m = sum / per_channel as f64;
-                let mut sq = 0.0;
-                for i in 0..n {
-                    for j in 0..s {
-                        let d = at(i, ch, j) - m;
-                        sq += d * d;
-                    }
-                }
-                (m, sq)
-            })
-            .collect();
+        let stats = bn_cpu::channel_stats(&xt);
         let mean: Vec<f64> = stats.iter().map(|s| s.0).collect();
         let var: Vec<f64> = stats.iter().map(|s| s.1 / per_channel as f64).collect();
         let invstd = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
@@ -142,18 +125,8 @@ pub(crate) fn batch_norm_cpu(
     };
     let w = weight.map(f64s).transpose()?;
     let b = bias.map(f64s).transpose()?;
-    let mut out = crate::alloc::try_vec(x.numel(), 0.0f64)?;
-    if s > 0 {
-        out.par_chunks_mut(s).with_min_len(if x.numel() < PAR_MIN { usize::MAX } else { 1 }).enumerate().for_each(|(row, dst)| {
-            let ch = row % c;
-            let scale = invstd[ch] * w.as_ref().map_or(1.0, |w| w[ch]);
-            let shift = b.as_ref().map_or(0.0, |b| b[ch]);
-            let src = &xs[row * s..row * s + s];
-            for (o, &v) in dst.iter_mut().zip(src) {
-                *o = (v - mean[ch]) * scale + shift;
-            }
-        });
-    }
+    let out = bn_cpu::normalize(&xt, &mean, &invstd, w.as_deref(), b.as_deref())?;
+    let out = if out.dtype() == dt { out } else { to_dtype_raw(&out, dt)? };
     if training && per_channel > 0 {
         if let Some(rm) = running_mean {
             let old = f64s(rm)?;
@@ -167,7 +140,7 @@ pub(crate) fn batch_norm_cpu(
         }
     }
     let (save_mean, save_invstd) = if training { (from_f64s(mean, &[c], dt)?, from_f64s(invstd, &[c], dt)?) } else { (Tensor::empty(&[0], dt)?, Tensor::empty(&[0], dt)?) };
-    Ok((from_f64s(out, x.shape(), dt)?, save_mean, save_invstd))
+    Ok((out, save_mean, save_invstd))
 }
 
 /// The dims a per-channel statistic reduces over: all but dim 1.
@@ -257,6 +230,13 @@ pub fn batch_norm(
         };
         // Evaluation uses the running statistics, which are constants of the graph.
         let (xhat, grad_input) = if training || !has_rm {
+            if !crate::autograd::mode::is_grad_enabled() {
+                // first order: one fused kernel where the device has it
+                let operands: Vec<&Tensor> = [Some(g), Some(x), w.as_ref()].into_iter().flatten().collect();
+                if let Some((gi, gwt, gb)) = crate::device::backend_for(&operands)?.batch_norm_backward(g, x, w.as_ref(), eps)? {
+                    return Ok(vec![ctx.needs(0).then_some(gi), ctx.needs(1).then_some(gwt), ctx.needs(2).then_some(gb)]);
+                }
+            }
             let (xhat, _) = normalize(x, &dims, eps)?;
             let gi = if ctx.needs(0) { Some(normalized_input_grad(&gw, x, &dims, eps)?) } else { None };
             (xhat, gi)

@@ -12,9 +12,9 @@ use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 
 /// Largest buffer (in elements) a thread keeps between calls, and how many it keeps. The
-/// digits conv net's largest buffer is 590k elements.
+/// digits conv net's largest buffer is 590k elements; the Winograd kernels use four at once.
 const KEEP_MAX: usize = 1 << 20;
-const KEEP_COUNT: usize = 3;
+const KEEP_COUNT: usize = 5;
 
 thread_local! {
     static F32: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };

@@ -4,13 +4,13 @@
 
 use super::*;
 
-fn geo(n: usize, c_in: usize, h: usize, w: usize, c_out: usize, k: [usize; 2], s: [usize; 2], pad: [usize; 2], d: [usize; 2], groups: usize) -> Geometry {
+pub(super) fn geo(n: usize, c_in: usize, h: usize, w: usize, c_out: usize, k: [usize; 2], s: [usize; 2], pad: [usize; 2], d: [usize; 2], groups: usize) -> Geometry {
     let out = |i: usize| (([h, w][i] + 2 * pad[i]) - d[i] * (k[i] - 1) - 1) / s[i] + 1;
     Geometry { n, c_in, h, w, c_out, kh: k[0], kw: k[1], oh: out(0), ow: out(1), stride: s, padding: pad, dilation: d, groups }
 }
 
 /// The definition, one output element at a time.
-fn naive(x: &[f64], wt: &[f64], bias: Option<&[f64]>, g: &Geometry) -> Vec<f64> {
+pub(super) fn naive(x: &[f64], wt: &[f64], bias: Option<&[f64]>, g: &Geometry) -> Vec<f64> {
     let (cin_g, cout_g) = (g.c_in / g.groups, g.c_out / g.groups);
     let mut out = vec![0.0; g.n * g.c_out * g.oh * g.ow];
     for n in 0..g.n {
@@ -39,11 +39,11 @@ fn naive(x: &[f64], wt: &[f64], bias: Option<&[f64]>, g: &Geometry) -> Vec<f64> 
 
 /// Small integers and halves: every product and sum below is exact in f64, so results can be
 /// compared with `==` whatever the summation order.
-fn seq(n: usize, seed: f64) -> Vec<f64> {
+pub(super) fn seq(n: usize, seed: f64) -> Vec<f64> {
     (0..n).map(|i| ((i as f64 * 0.37 + seed).sin() * 3.0).round() / 2.0).collect()
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(a, b)| a * b).sum()
 }
 
@@ -175,7 +175,7 @@ fn im2col_and_col2im_with_row_stride() {
     assert_eq!(dot(&cols1, &own), dot(&x, &back));
 }
 
-fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+pub(super) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
 }
 
