@@ -57,15 +57,8 @@ impl Backend for Widen {
     }
 
     fn allocate(&self, nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
-        if dtype.is_narrow() && !self.device().is_cpu() {
-            // The CUDA kernels (copy.cu) do not cover the narrow dtypes yet, and everything
-            // else here rests on the device's cast-copy: refuse the memory, in torch's words.
-            return Err(crate::error::Error::NotImplemented(format!(
-                "\"empty_cuda\" not implemented for '{}'. minigrad keeps {} tensors on the CPU only for now.",
-                dtype.scalar_type_name(),
-                dtype.name()
-            )));
-        }
+        // every device stores the narrow dtypes natively (on CUDA: copy.cu's casts and fills,
+        // gather.cu and index.cu instantiate them too)
         self.0.allocate(nbytes, dtype, zeroed)
     }
 
