@@ -224,6 +224,14 @@ impl Backend for Widen {
     }
 
     fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> Result<()> {
+        if dst.dtype().is_narrow() && dst.dtype().is_floating() && matches!(op, ScatterOp::Add | ScatterOp::Multiply) {
+            // torch's scatter_add / scatter(reduce='multiply') / index_add (alpha 1) on half
+            // types accumulate each element in float32 and round it once: so here, on every
+            // device (untouched elements round-trip exactly)
+            let (w, s) = (wide(dst)?, wide(src)?);
+            self.0.scatter(&w, dim, index, &s, op)?;
+            return store(dst, &w);
+        }
         self.0.scatter(dst, dim, index, src, op)
     }
 
