@@ -86,10 +86,10 @@ def values(ctype, shape, rng, low=-100, high=100, specials=True, nonzero=False, 
             pick = rng.random(n) < 0.3
             v[pick] = np.array(FLOAT_SPECIALS, dtype=np_t)[rng.integers(0, len(FLOAT_SPECIALS), pick.sum())]
     else:
-        v = rng.integers(low, high + 1, n).astype(np_t)
+        v = rng.integers(low, high + 1, n).astype(np.int64).astype(np_t)  # (uint8 wraps)
         if specials:
             lo, hi = INT_EXTREMES[ctype]
-            sp = np.array([lo, hi, 0, 1, -1, lo + 1, hi - 1], dtype=np_t)
+            sp = np.array([lo, hi, 0, 1, -1 if lo < 0 else 2, lo + 1, hi - 1], dtype=np_t)
             pick = rng.random(n) < 0.15
             v[pick] = sp[rng.integers(0, len(sp), pick.sum())]
     if nonzero and ctype != "bool":
