@@ -217,8 +217,8 @@ impl Backend for Widen {
         store(dst, &o)
     }
 
-    // Data movement (and scatter's per-step arithmetic, which rounds into the storage type as
-    // torch's kernels do): native for every dtype, straight through.
+    // Data movement (and the per-step arithmetic of index_add and index_put_'s accumulate, which
+    // rounds into the storage type as torch's loops do): native for every dtype, straight through.
     fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> Result<()> {
         self.0.gather(dst, src, dim, index)
     }
