@@ -571,7 +571,8 @@ def test_copy(host, inst):
 @pytest.mark.parametrize("inst", instances("copy", "mg_fill") + instances("copy", "mg_fill_contig"))
 def test_fill(host, inst):
     template, (t,) = parse(inst)
-    value = {"float": -0.0, "double": math.inf, "int": -2**31, "long long": 2**63 - 1, "bool": True}[t]
+    value = {"float": -0.0, "double": math.inf, "int": -2**31, "long long": 2**63 - 1, "bool": True, "mg_half": -0.0,
+             "mg_bf16": -3.0e38, "unsigned char": 255, "signed char": -128, "short": -2**15}[t]
     torch_t = H.C_TYPES[t][1]
     zero = {"bool": False}.get(t, 0)
     if template == "mg_fill":
@@ -579,7 +580,7 @@ def test_fill(host, inst):
         host.launch(inst, GRID, BLOCK, out.ptr(), out.mg(), H.mg_shape(SHAPE), ctypes.c_longlong(60), c_arg(t, value))
         mask = torch.zeros(out.buf.shape, dtype=torch.bool)
         mask.as_strided(SHAPE, GAPPY[0], GAPPY[1]).fill_(True)
-        assert (torch.from_numpy(out.buf)[~mask] == zero).all()
+        assert (H.torch_view(out.buf)[~mask] == zero).all()
     else:
         out = H.operand_from(torch.full((N_CONTIG,), zero, dtype=torch_t), (1,), 1, zero)
         host.launch(inst, GRID, BLOCK, out.ptr_at_offset(), ctypes.c_longlong(N_CONTIG), c_arg(t, value))

@@ -465,3 +465,18 @@ def test_conv_and_pool_refuse_half_clearly():
         mg.nn.functional.conv2d(x, mg.ones(1, 1, 3, 3, dtype=mg.float16))
     with pytest.raises(NotImplementedError, match="cast to float32 first"):
         mg.nn.functional.max_pool2d(x, 2)
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_scatter_add_accumulates_in_float32(name):
+    # ten 0.3s into one element: torch's CPU kernel sums them in float32 and rounds once (6.0);
+    # rounding after each step would drift to 6.0078125 (float16)
+    src, tsrc = both([[0.3]] * 10, name)
+    base, tbase = both([[3.0], [3.0]], name)
+    idx = [[0]] * 10
+    same(base.scatter_add(0, mg.tensor(idx), src), tbase.scatter_add(0, torch.tensor(idx), tsrc))
+    same(base.scatter(0, mg.tensor(idx), src, reduce="multiply"), tbase.scatter(0, torch.tensor(idx), tsrc, reduce="multiply"))
+    m, t = _randn(name, n=60)
+    gi = torch.randint(0, 4, (6, 10), generator=torch.Generator().manual_seed(3))
+    same(mg.zeros(4, 10, dtype=mdt(name)).scatter_add(0, mg.tensor(gi.tolist()), m.reshape(6, 10)),
+         torch.zeros(4, 10, dtype=tdt(name)).scatter_add(0, gi, t.reshape(6, 10)))

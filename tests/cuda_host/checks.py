@@ -63,13 +63,21 @@ def rng_for(inst):
 
 FLOAT_SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0, 3.0,
                   1e-45, -1e-40, 3e38, -3e38, 1e30, 3e9, -3e9, 88.7, -103.0, 1e-8, 20.0]
-INT_EXTREMES = {"int": (-2**31, 2**31 - 1), "long long": (-2**63, 2**63 - 1)}
-FILL = {"float": -7.25, "double": -7.25, "int": -77, "long long": -77, "bool": True}
+INT_EXTREMES = {"int": (-2**31, 2**31 - 1), "long long": (-2**63, 2**63 - 1), "unsigned char": (0, 255),
+                "signed char": (-128, 127), "short": (-2**15, 2**15 - 1)}
+FILL = {"float": -7.25, "double": -7.25, "int": -77, "long long": -77, "bool": True, "mg_half": -7.25,
+        "mg_bf16": -7.25, "unsigned char": 77, "signed char": -77, "short": -77}
+HALF_TYPES = ("mg_half", "mg_bf16")
 
 
 def values(ctype, shape, rng, low=-100, high=100, specials=True, nonzero=False, scale=3.0):
     np_t = H.C_TYPES[ctype][0]
     n = int(np.prod(shape)) if shape else 1
+    if ctype in HALF_TYPES:  # float32 values (specials too), rounded once into the format
+        v32 = values("float", (n,), rng, low, high, specials, nonzero, scale)
+        if nonzero:
+            v32[v32.abs() < 1e-3] = 1.0  # nor what rounds to zero
+        return v32.to(H.C_TYPES[ctype][1]).reshape(shape)
     if ctype == "bool":
         v = rng.random(n) < 0.5
     elif ctype in ("float", "double"):
@@ -78,10 +86,10 @@ def values(ctype, shape, rng, low=-100, high=100, specials=True, nonzero=False, 
             pick = rng.random(n) < 0.3
             v[pick] = np.array(FLOAT_SPECIALS, dtype=np_t)[rng.integers(0, len(FLOAT_SPECIALS), pick.sum())]
     else:
-        v = rng.integers(low, high + 1, n).astype(np_t)
+        v = rng.integers(low, high + 1, n).astype(np.int64).astype(np_t)  # (uint8 wraps)
         if specials:
             lo, hi = INT_EXTREMES[ctype]
-            sp = np.array([lo, hi, 0, 1, -1, lo + 1, hi - 1], dtype=np_t)
+            sp = np.array([lo, hi, 0, 1, -1 if lo < 0 else 2, lo + 1, hi - 1], dtype=np_t)
             pick = rng.random(n) < 0.15
             v[pick] = sp[rng.integers(0, len(sp), pick.sum())]
     if nonzero and ctype != "bool":
@@ -122,7 +130,7 @@ def untouched_outside(op, ctype):
     if all(op.shape):
         torch.from_numpy(mask).as_strided(op.shape, op.strides, op.offset).fill_(True)
     rest = op.buf[~mask]
-    want = np.full(rest.shape, FILL[ctype], op.buf.dtype)
+    want = H.to_numpy(torch.full(rest.shape, FILL[ctype], dtype=H.C_TYPES[ctype][1]))
     return rest.tobytes() == want.tobytes()
 
 
@@ -168,7 +176,7 @@ def assert_same(got, want, what=""):
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, want {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)}, want {tuple(want.shape)}"
     if got.dtype.is_floating_point:
-        ib = torch.int32 if got.dtype == torch.float32 else torch.int64
+        ib = {2: torch.int16, 4: torch.int32, 8: torch.int64}[got.element_size()]
         gn, wn = got.isnan(), want.isnan()
         bad = (gn != wn) | (~gn & ~wn & (got.view(ib) != want.view(ib)))
     else:
@@ -188,4 +196,4 @@ def assert_close(got, want, what="", rtol=None, atol=None):
 
 
 def c_arg(ctype, v):
-    return H.C_TYPES[ctype][2](v)
+    return H.c_value(ctype, v)

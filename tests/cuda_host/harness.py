@@ -22,7 +22,35 @@ C_TYPES = {
     "int": (np.int32, torch.int32, ctypes.c_int32),
     "long long": (np.int64, torch.int64, ctypes.c_int64),
     "bool": (np.bool_, torch.bool, ctypes.c_bool),
+    # the storage-only dtypes (cuda_common.cuh); NumPy has no bfloat16: its buffers hold the bits
+    "mg_half": (np.float16, torch.float16, ctypes.c_uint16),
+    "mg_bf16": (np.uint16, torch.bfloat16, ctypes.c_uint16),
+    "unsigned char": (np.uint8, torch.uint8, ctypes.c_uint8),
+    "signed char": (np.int8, torch.int8, ctypes.c_int8),
+    "short": (np.int16, torch.int16, ctypes.c_int16),
 }
+
+
+def to_numpy(t):
+    """A CPU torch tensor as NumPy, bfloat16 as its uint16 bit patterns (the buffers' convention)."""
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def torch_view(buf):
+    """A NumPy buffer seen by torch, sharing memory (uint16 buffers hold bfloat16 bits)."""
+    t = torch.from_numpy(buf)
+    return t.view(torch.int16).view(torch.bfloat16) if buf.dtype == np.uint16 else t
+
+
+def c_value(ctype, v):
+    """A number as the kernel parameter of C type `ctype` (half formats by their bits)."""
+    if ctype in ("mg_half", "mg_bf16"):
+        bits = torch.tensor([v], dtype=C_TYPES[ctype][1]).view(torch.int16).item() & 0xFFFF
+        return ctypes.c_uint16(bits)
+    return C_TYPES[ctype][2](v)
 
 
 class MgShape(ctypes.Structure):
@@ -175,7 +203,7 @@ class Operand:
 
     def view(self):
         """The logical tensor (a torch view of the same memory)."""
-        return torch.from_numpy(self.buf).as_strided(self.shape, self.strides, self.offset)
+        return torch_view(self.buf).as_strided(self.shape, self.strides, self.offset)
 
 
 def operand_from(values, strides, offset, fill, shape=None):
@@ -186,10 +214,10 @@ def operand_from(values, strides, offset, fill, shape=None):
         extent = offset + sum((n - 1) * st for n, st in zip(vshape, strides)) + 1
     else:
         extent = offset + 1
-    buf = np.full(extent + 3, fill, dtype=values.numpy().dtype)  # +3: room a stray write would hit
+    buf = to_numpy(torch.full((extent + 3,), fill, dtype=values.dtype))  # +3: room a stray write would hit
     op = Operand(buf, shape or vshape, strides, offset)
     if all(vshape):
-        torch.from_numpy(buf).as_strided(vshape, strides, offset).copy_(values)
+        torch_view(buf).as_strided(vshape, strides, offset).copy_(values)
     return op
 
 

@@ -47,6 +47,16 @@ inline float __int_as_float(int v) {
   memcpy(&f, &v, sizeof f);
   return f;
 }
+inline float __uint_as_float(unsigned int v) {
+  float f;
+  memcpy(&f, &v, sizeof f);
+  return f;
+}
+inline unsigned int __float_as_uint(float f) {
+  unsigned int v;
+  memcpy(&v, &f, sizeof v);
+  return v;
+}
 inline double __longlong_as_double(long long v) {
   double d;
   memcpy(&d, &v, sizeof d);

@@ -57,15 +57,8 @@ impl Backend for Widen {
     }
 
     fn allocate(&self, nbytes: usize, dtype: DType, zeroed: bool) -> Result<Arc<Storage>> {
-        if dtype.is_narrow() && !self.device().is_cpu() {
-            // The CUDA kernels (copy.cu) do not cover the narrow dtypes yet, and everything
-            // else here rests on the device's cast-copy: refuse the memory, in torch's words.
-            return Err(crate::error::Error::NotImplemented(format!(
-                "\"empty_cuda\" not implemented for '{}'. minigrad keeps {} tensors on the CPU only for now.",
-                dtype.scalar_type_name(),
-                dtype.name()
-            )));
-        }
+        // every device stores the narrow dtypes natively (on CUDA: copy.cu's casts and fills,
+        // gather.cu and index.cu instantiate them too)
         self.0.allocate(nbytes, dtype, zeroed)
     }
 
@@ -224,13 +217,21 @@ impl Backend for Widen {
         store(dst, &o)
     }
 
-    // Data movement (and scatter's per-step arithmetic, which rounds into the storage type as
-    // torch's kernels do): native for every dtype, straight through.
+    // Data movement (and the per-step arithmetic of index_add and index_put_'s accumulate, which
+    // rounds into the storage type as torch's loops do): native for every dtype, straight through.
     fn gather(&self, dst: &Tensor, src: &Tensor, dim: usize, index: &Tensor) -> Result<()> {
         self.0.gather(dst, src, dim, index)
     }
 
     fn scatter(&self, dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: ScatterOp) -> Result<()> {
+        if dst.dtype().is_narrow() && dst.dtype().is_floating() && matches!(op, ScatterOp::Add | ScatterOp::Multiply) {
+            // torch's scatter_add / scatter(reduce='multiply') / index_add (alpha 1) on half
+            // types accumulate each element in float32 and round it once: so here, on every
+            // device (untouched elements round-trip exactly)
+            let (w, s) = (wide(dst)?, wide(src)?);
+            self.0.scatter(&w, dim, index, &s, op)?;
+            return store(dst, &w);
+        }
         self.0.scatter(dst, dim, index, src, op)
     }
 

@@ -29,6 +29,19 @@ static_assert(alignof(MgStrides) == 8, "MgStrides is 8-byte aligned");
 static_assert(sizeof(bool) == 1, "bool tensors hold one byte per element");
 static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "int32 is int, int64 is long long");
 
+// The storage-only dtypes: float16 and bfloat16 are 16-bit words (no cuda_fp16.h: NVRTC runs with
+// no include path, and the host build compiles this text with g++), uint8/int8/int16 are
+// `unsigned char`, `signed char` and `short`. Kernels only move, cast and (in scatters) add them;
+// arithmetic widens them first (device/widen.rs).
+struct mg_half {
+  unsigned short bits;
+};
+struct mg_bf16 {
+  unsigned short bits;
+};
+static_assert(sizeof(mg_half) == 2 && sizeof(mg_bf16) == 2, "half formats are one 16-bit word");
+static_assert(sizeof(short) == 2, "int16 is short");
+
 namespace mg {
 
 // ----- type traits (no <type_traits> under NVRTC) -----
@@ -64,6 +77,107 @@ template <> struct traits<bool> {
   typedef long long acc;
 };
 
+// The narrow dtypes. Small integers wrap through unsigned int (no promotion to a signed int can
+// overflow); a float reaches them through int32 (torch's x86 static_cast: NaN and values outside
+// int32 give INT32_MIN, whose low bits are 0), then wraps.
+template <class T> struct small_int { static constexpr bool value = false; };
+template <> struct small_int<unsigned char> { static constexpr bool value = true; };
+template <> struct small_int<signed char> { static constexpr bool value = true; };
+template <> struct small_int<short> { static constexpr bool value = true; };
+template <> struct traits<unsigned char> {
+  static constexpr bool is_float = false, is_int = true;
+  typedef long long acc;
+  typedef unsigned int uns;
+};
+template <> struct traits<signed char> {
+  static constexpr bool is_float = false, is_int = true;
+  typedef long long acc;
+  typedef unsigned int uns;
+};
+template <> struct traits<short> {
+  static constexpr bool is_float = false, is_int = true;
+  typedef long long acc;
+  typedef unsigned int uns;
+};
+template <class T> struct is_half { static constexpr bool value = false; };
+template <> struct is_half<mg_half> { static constexpr bool value = true; };
+template <> struct is_half<mg_bf16> { static constexpr bool value = true; };
+template <> struct traits<mg_half> {
+  static constexpr bool is_float = true, is_int = false;
+  typedef float acc;
+};
+template <> struct traits<mg_bf16> {
+  static constexpr bool is_float = true, is_int = false;
+  typedef float acc;
+};
+
+// half <-> float, bit for bit as the CPU's `half` crate converts: float -> half/bf16 rounds to
+// nearest even (overflow gives inf, subnormals are exact or rounded, NaN stays a quiet NaN with
+// its sign and top payload bits); half/bf16 -> float is exact (a NaN comes back quiet).
+__device__ __forceinline__ float to_float(mg_half h) {
+  const unsigned int sign = ((unsigned int)h.bits & 0x8000u) << 16;
+  const unsigned int exp = ((unsigned int)h.bits >> 10) & 0x1fu, man = (unsigned int)h.bits & 0x3ffu;
+  if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (man ? 0x400000u | (man << 13) : 0u));
+  if (exp == 0) {
+    const float m = (float)man * 5.9604644775390625e-8f;  // man * 2^-24: exact
+    return sign ? -m : m;
+  }
+  return __uint_as_float(sign | ((exp + 112u) << 23) | (man << 13));
+}
+__device__ __forceinline__ float to_float(mg_bf16 h) {
+  unsigned int x = (unsigned int)h.bits;
+  if ((x & 0x7fffu) > 0x7f80u) x |= 0x40u;
+  return __uint_as_float(x << 16);
+}
+__device__ __forceinline__ mg_half half_from_float(float f) {
+  const unsigned int x = __float_as_uint(f);
+  const unsigned int sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu;
+  unsigned int man = x & 0x7fffffu;
+  mg_half r;
+  if (exp == 0xffu) {  // inf, NaN
+    r.bits = (unsigned short)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0u));
+    return r;
+  }
+  const int e = (int)exp - 112;  // the half exponent field, if normal
+  if (e >= 0x1f) {
+    r.bits = (unsigned short)(sign | 0x7c00u);
+  } else if (e <= 0) {  // a half subnormal (or zero): man * 2^(e - 14) in units of 2^-24
+    if (e < -10) {
+      r.bits = (unsigned short)sign;
+      return r;
+    }
+    man |= 0x800000u;
+    const int shift = 14 - e;
+    unsigned int m = man >> shift;
+    const unsigned int rem = man & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (m & 1u))) ++m;  // may carry into the smallest normal
+    r.bits = (unsigned short)(sign | m);
+  } else {
+    unsigned int h = sign | ((unsigned int)e << 10) | (man >> 13);
+    const unsigned int rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry up to inf
+    r.bits = (unsigned short)h;
+  }
+  return r;
+}
+__device__ __forceinline__ mg_bf16 bf16_from_float(float f) {
+  const unsigned int x = __float_as_uint(f);
+  mg_bf16 r;
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    r.bits = (unsigned short)((x >> 16) | 0x40u);
+  } else {
+    r.bits = (unsigned short)((x >> 16) + (((x & 0x8000u) && (x & 0x17fffu)) ? 1u : 0u));
+  }
+  return r;
+}
+template <class O> __device__ __forceinline__ O from_float(float f) {
+  if constexpr (same<O, mg_half>::value) {
+    return half_from_float(f);
+  } else {
+    return bf16_from_float(f);
+  }
+}
+
 // +infinity (no INFINITY macro under NVRTC; these are CUDA's bit-cast intrinsics).
 __device__ __forceinline__ double inf() { return __longlong_as_double(0x7ff0000000000000LL); }
 __device__ __forceinline__ float inff() { return __int_as_float(0x7f800000); }
@@ -97,7 +211,22 @@ template <class T> __device__ __forceinline__ T wrap_neg(T a) {
 
 template <class O, class I> struct Cast {
   static __device__ __forceinline__ O go(I x) {
-    if constexpr (same<O, bool>::value) {
+    if constexpr (same<O, I>::value && is_half<I>::value) {
+      return x;  // bit for bit (a NaN's payload too)
+    } else if constexpr (is_half<I>::value) {
+      return Cast<O, float>::go(to_float(x));  // exact, then as from float32
+    } else if constexpr (is_half<O>::value) {
+      // through float32 and one rounding, as c10::Half(float): a double rounds twice
+      if constexpr (same<I, bool>::value) {
+        return from_float<O>(x ? 1.0f : 0.0f);
+      } else if constexpr (traits<I>::is_float) {
+        return from_float<O>((float)x);
+      } else {
+        return from_float<O>((float)(long long)x);
+      }
+    } else if constexpr (small_int<O>::value && traits<I>::is_float) {
+      return (O)(unsigned int)Cast<int, I>::go(x);
+    } else if constexpr (same<O, bool>::value) {
       return x != (I)0;
     } else if constexpr (same<I, bool>::value) {
       return x ? (O)1 : (O)0;
@@ -120,6 +249,17 @@ template <class O, class I> struct Cast {
 };
 
 template <class O, class I> __device__ __forceinline__ O cast(I x) { return Cast<O, I>::go(x); }
+
+}  // namespace mg
+
+// float16/bfloat16 arithmetic where kernels do it on the storage type (scatter_add, index_put_
+// with accumulate): in float32, rounded once, as the CPU's `half` operators.
+__device__ __forceinline__ mg_half operator+(mg_half a, mg_half b) { return mg::half_from_float(mg::to_float(a) + mg::to_float(b)); }
+__device__ __forceinline__ mg_half operator*(mg_half a, mg_half b) { return mg::half_from_float(mg::to_float(a) * mg::to_float(b)); }
+__device__ __forceinline__ mg_bf16 operator+(mg_bf16 a, mg_bf16 b) { return mg::bf16_from_float(mg::to_float(a) + mg::to_float(b)); }
+__device__ __forceinline__ mg_bf16 operator*(mg_bf16 a, mg_bf16 b) { return mg::bf16_from_float(mg::to_float(a) * mg::to_float(b)); }
+
+namespace mg {
 
 // ----- math, one name for float and double -----
 

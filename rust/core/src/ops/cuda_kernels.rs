@@ -107,6 +107,29 @@ const PAIRS: &[(&str, &str)] = &[
     ("bool", "float"), ("bool", "double"), ("bool", "int"), ("bool", "long long"), ("bool", "bool"),
 ];
 
+/// The storage-only dtypes (float16, bfloat16, uint8, int8, int16): kernels that move data.
+const NARROW: &[(&str, &str)] = &[
+    ("mg_half", "mg_half"), ("mg_bf16", "mg_bf16"), ("unsigned char", "unsigned char"), ("signed char", "signed char"), ("short", "short"),
+];
+/// Every (input, output) pair with a narrow dtype on either side: with PAIRS, all 10 x 10 casts.
+const NARROW_PAIRS: &[(&str, &str)] = &[
+    ("float", "mg_half"), ("float", "mg_bf16"), ("float", "unsigned char"), ("float", "signed char"), ("float", "short"),
+    ("double", "mg_half"), ("double", "mg_bf16"), ("double", "unsigned char"), ("double", "signed char"), ("double", "short"),
+    ("int", "mg_half"), ("int", "mg_bf16"), ("int", "unsigned char"), ("int", "signed char"), ("int", "short"),
+    ("long long", "mg_half"), ("long long", "mg_bf16"), ("long long", "unsigned char"), ("long long", "signed char"), ("long long", "short"),
+    ("bool", "mg_half"), ("bool", "mg_bf16"), ("bool", "unsigned char"), ("bool", "signed char"), ("bool", "short"),
+    ("mg_half", "float"), ("mg_half", "double"), ("mg_half", "int"), ("mg_half", "long long"), ("mg_half", "bool"),
+    ("mg_half", "mg_half"), ("mg_half", "mg_bf16"), ("mg_half", "unsigned char"), ("mg_half", "signed char"), ("mg_half", "short"),
+    ("mg_bf16", "float"), ("mg_bf16", "double"), ("mg_bf16", "int"), ("mg_bf16", "long long"), ("mg_bf16", "bool"),
+    ("mg_bf16", "mg_half"), ("mg_bf16", "mg_bf16"), ("mg_bf16", "unsigned char"), ("mg_bf16", "signed char"), ("mg_bf16", "short"),
+    ("unsigned char", "float"), ("unsigned char", "double"), ("unsigned char", "int"), ("unsigned char", "long long"), ("unsigned char", "bool"),
+    ("unsigned char", "mg_half"), ("unsigned char", "mg_bf16"), ("unsigned char", "unsigned char"), ("unsigned char", "signed char"), ("unsigned char", "short"),
+    ("signed char", "float"), ("signed char", "double"), ("signed char", "int"), ("signed char", "long long"), ("signed char", "bool"),
+    ("signed char", "mg_half"), ("signed char", "mg_bf16"), ("signed char", "unsigned char"), ("signed char", "signed char"), ("signed char", "short"),
+    ("short", "float"), ("short", "double"), ("short", "int"), ("short", "long long"), ("short", "bool"),
+    ("short", "mg_half"), ("short", "mg_bf16"), ("short", "unsigned char"), ("short", "signed char"), ("short", "short"),
+];
+
 const UNARY_KERNELS: &[&str] = &["mg_unary<{O}, {T}, mg::{op}>", "mg_unary_contig<{O}, {T}, mg::{op}>"];
 const UNARY_BACKWARD_KERNELS: &[&str] = &["mg_unary_backward<{T}, mg::{op}>", "mg_unary_backward_contig<{T}, mg::{op}>"];
 const BINARY_KERNELS: &[&str] = &[
@@ -175,6 +198,8 @@ const COPY: CudaSource = CudaSource {
     families: &[
         Family { kernels: &["mg_copy<{O}, {T}>", "mg_copy_contig<{O}, {T}>"], types: PAIRS, ops: &[""] },
         Family { kernels: &["mg_fill<{T}>", "mg_fill_contig<{T}>"], types: ALL, ops: &[""] },
+        Family { kernels: &["mg_copy<{O}, {T}>", "mg_copy_contig<{O}, {T}>"], types: NARROW_PAIRS, ops: &[""] },
+        Family { kernels: &["mg_fill<{T}>", "mg_fill_contig<{T}>"], types: NARROW, ops: &[""] },
     ],
 };
 
@@ -241,6 +266,12 @@ const GATHER: CudaSource = CudaSource {
             types: ALL,
             ops: &["ScatterAssign", "ScatterAdd", "ScatterMul", "ScatterAddScaled"],
         },
+        Family { kernels: &["mg_gather<{T}>"], types: NARROW, ops: &[""] },
+        Family {
+            kernels: &["mg_scatter<{T}, mg::{op}>"],
+            types: NARROW,
+            ops: &["ScatterAssign", "ScatterAdd", "ScatterMul", "ScatterAddScaled"],
+        },
     ],
 };
 
@@ -251,6 +282,8 @@ const INDEX: CudaSource = CudaSource {
     families: &[
         Family { kernels: &["mg_index_gather<{T}>"], types: ALL, ops: &[""] },
         Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: ALL, ops: &["false", "true"] },
+        Family { kernels: &["mg_index_gather<{T}>"], types: NARROW, ops: &[""] },
+        Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: NARROW, ops: &["false", "true"] },
     ],
 };
 
@@ -342,6 +375,23 @@ mod tests {
         for a in DType::ALL {
             for b in DType::ALL {
                 assert!(copy.contains(&format!("mg_copy<{}, {}>", c_type(a), c_type(b))));
+            }
+        }
+    }
+
+    #[test]
+    fn every_dtype_moves_on_cuda() {
+        let every: Vec<DType> = DType::ALL.into_iter().chain(DType::NARROW).collect();
+        let all: Vec<String> = SOURCES.iter().flat_map(|s| s.instances()).collect();
+        for &a in &every {
+            let t = c_type(a);
+            for &b in &every {
+                let u = c_type(b);
+                assert!(all.contains(&format!("mg_copy<{t}, {u}>")) && all.contains(&format!("mg_copy_contig<{t}, {u}>")), "cast {u} -> {t}");
+            }
+            for k in ["mg_fill<{T}>", "mg_fill_contig<{T}>", "mg_gather<{T}>", "mg_scatter<{T}, mg::ScatterAdd>", "mg_index_gather<{T}>", "mg_index_scatter<{T}, true>"] {
+                let i = k.replace("{T}", t);
+                assert!(all.contains(&i), "{i}");
             }
         }
     }
