@@ -274,6 +274,30 @@ def test_copy_into_views_with_broadcast_and_casts():
     assert c.is_contiguous()
 
 
+def test_copy_between_devices_as_torch():
+    """copy_ may mix devices (torch moves the values, then copies: broadcast and cast included),
+    bumps the destination's version once, and sends src's gradient back to src's device."""
+    x = on(torch.zeros(2, 3, dtype=torch.float64))
+    x.copy_(mg.tensor([1, 2, 3]))  # cpu int64, broadcast, into cuda float64
+    same(x, torch.tensor([[1.0, 2, 3], [1, 2, 3]], dtype=torch.float64))
+    assert x._version == 1
+    h = mg.zeros(2, 3)
+    h[:, ::2].copy_(x[:, :2])  # cuda float64 view into a cpu float32 view
+    assert h.device.type == "cpu"
+    torch.testing.assert_close(torch.from_numpy(h.numpy()), torch.tensor([[1.0, 0, 2], [1, 0, 2]]))
+    assert h._version == 1
+
+    src = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)  # cpu leaf
+    d = on(torch.zeros(2, 3)).requires_grad_()  # cuda leaf
+    t = d.clone()
+    t.copy_(src)
+    assert t.grad_fn.name() == "torch::autograd::CopyBackwards"
+    (t * on(torch.tensor([[1.0, 2, 3], [4, 5, 6]]))).sum().backward()
+    assert src.grad.device.type == "cpu" and d.grad.device.type == "cuda"
+    assert src.grad.tolist() == [5.0, 7.0, 9.0]
+    same(d.grad, torch.zeros(2, 3))
+
+
 # ----- autograd on the device -----
 
 def test_gradients_of_an_elementwise_program():

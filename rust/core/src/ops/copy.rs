@@ -68,6 +68,10 @@ pub use crate::ops::write::assert_no_partial_overlap as check_no_partial_overlap
 /// write path. Copying a tensor onto its very own elements writes nothing but still counts as
 /// a write (the version goes up), as in torch, where it also skips the overlap checks.
 pub fn copy_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if src.device() != dst.device() {
+        // copy_ is the one op that may mix devices (torch moves the values, then copies)
+        return copy_inplace_raw(dst, &to_device_raw(src, dst.device())?);
+    }
     if dst.same_storage(src) && dst.layout == src.layout {
         crate::ops::write::bump_metadata(dst);
         return Ok(());
@@ -252,12 +256,12 @@ pub fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     };
     copy_inplace_raw(dst, src)?;
     if let Some(rec) = rec {
-        let (shape, dtype) = (src.shape().to_vec(), src.dtype());
+        let (shape, dtype, device) = (src.shape().to_vec(), src.dtype(), src.device());
         rec.finish_inplace("torch::autograd::CopyBackwards", dst, Box::new(move |ctx| {
             let g = ctx.grad();
             let gs = if ctx.needs(1) {
                 let c = if g.dtype() == dtype { g.clone() } else { to_dtype(g, dtype)? };
-                Some(crate::ops::formulas::sum_to(&c, &shape)?)
+                Some(to_device(&crate::ops::formulas::sum_to(&c, &shape)?, device)?)
             } else {
                 None
             };
