@@ -7,8 +7,8 @@
 //! reading memory row by row.
 
 use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
-use super::reducers::{extreme, sum_wide};
-use super::simd::{self, math::{ExpDiff, ExpShift}};
+use super::reducers::extreme;
+use super::simd::{self, fold, math::ExpDiff};
 use crate::element::{Element, FloatElement};
 use rayon::prelude::*;
 
@@ -34,29 +34,20 @@ impl SoftmaxElement for f64 {
 }
 
 impl SoftmaxElement for f32 {
-    /// One fused pass per step over the (cached) row: max, e^(x - max) stored, its f64 sum,
-    /// then the scaling (or, for log_softmax, (x - max) - log sum).
+    /// Two passes over the row plus a cheap third (the row is in cache): its max; then
+    /// `e^(x - max)`, stored, and its sum in one pass; then the scaling by `1 / sum`. log_softmax
+    /// sums without storing, then writes `(x - max) - log sum` (torch's order: the sign of a
+    /// zero result follows it). `simd::fold` runs each pass with explicit vectors.
     unsafe fn row(src: *const f32, dst: *mut f32, n: usize, log: bool) {
         // SAFETY: the caller's contract (n elements each, no overlap).
         let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
-        let max = simd::run(|| extreme::<f32, true>(xs));
-        simd::map1(ExpShift(max), ys, xs);
-        let sum = simd::run(|| sum_wide(ys));
+        let max = fold::extreme::<true>(xs);
         if log {
-            // (x - max) - log(sum), in torch's order: the sign of a zero result follows it.
-            let (m, lse) = (wide(max), sum.ln());
-            simd::run(|| {
-                for (y, &x) in ys.iter_mut().zip(xs) {
-                    *y = ((wide(x) - m) - lse) as f32;
-                }
-            })
+            let lse = fold::exp_sum(xs, max).ln();
+            fold::sub_sub(ys, xs, max, lse as f32);
         } else {
-            let inv = 1.0 / sum;
-            simd::run(|| {
-                for y in ys.iter_mut() {
-                    *y = (wide(*y) * inv) as f32;
-                }
-            })
+            let sum = fold::exp_store_sum(ys, xs, max);
+            fold::scale(ys, (1.0 / sum) as f32);
         }
     }
 
