@@ -238,6 +238,7 @@ impl<T: Element, D: Accum, const PROD: bool> SumProd<T, D, PROD> {
 impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
     type In = T;
     type Acc = D::A;
+    const SWEEP4: bool = true;
     #[inline(always)]
     fn init(&self, _o: usize) -> D::A {
         if PROD { D::ONE } else { D::ZERO }

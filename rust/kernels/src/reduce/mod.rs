@@ -45,6 +45,9 @@ pub trait Reducer: Copy + Send + Sync {
     /// `o` is less than the output count the reducer's buffers were made for, and each `o` is
     /// written once, by one thread.
     unsafe fn write(&self, o: usize, acc: Self::Acc);
+    /// Whether the outer shape sweeps its accumulators four rows at a time (it measured faster
+    /// for sums, whose accumulator load and store then dominate; slower for max/min).
+    const SWEEP4: bool = false;
     /// Folds a contiguous run starting at reduced index `i0` (reducers override it to vectorise).
     #[inline(always)]
     fn fold_slice(&self, mut acc: Self::Acc, xs: &[Self::In], i0: usize) -> Self::Acc {

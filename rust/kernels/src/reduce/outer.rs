@@ -24,9 +24,27 @@ impl<R: Reducer> simd::Body for Rows<'_, R> {
     #[inline(always)]
     fn call(self) {
         let Rows { r, accs, base, run, len, stride, pos, kstride } = self;
-        for t in 0..len {
+        let row = |t: usize| {
             // SAFETY: row run + t * stride lies inside the input (the constructor's contract).
-            let row = unsafe { base.get().offset(run + t as isize * stride) } as *const R::In;
+            unsafe { base.get().offset(run + t as isize * stride) as *const R::In }
+        };
+        let mut t = 0;
+        if kstride == 1 && R::SWEEP4 {
+            // Four rows per sweep over the accumulators: each output still takes its rows one
+            // after another (the same result), but loads and stores its accumulator once.
+            while t + 4 <= len {
+                // SAFETY: the block's outputs are consecutive input elements of each row.
+                let xs = |d: usize| unsafe { std::slice::from_raw_parts(row(t + d), accs.len()) };
+                let (x0, x1, x2, x3) = (xs(0), xs(1), xs(2), xs(3));
+                let i = pos + t;
+                for (j, a) in accs.iter_mut().enumerate() {
+                    *a = r.step(r.step(r.step(r.step(*a, x0[j], i), x1[j], i + 1), x2[j], i + 2), x3[j], i + 3);
+                }
+                t += 4;
+            }
+        }
+        for t in t..len {
+            let row = row(t);
             let i = pos + t;
             if kstride == 1 {
                 // SAFETY: the block's outputs are consecutive input elements of this row.
