@@ -181,15 +181,22 @@ pub fn extreme<T: Bounds, const MAX: bool>(xs: &[T]) -> T {
     fold_lanes(xs, id, best, |a, b| if beats::<T, MAX>(b, a) { b } else { a })
 }
 
-/// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp and
-/// `simd::fold`'s sum, float64 through libm; both summed in f64.
+/// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp (in
+/// stack blocks) and `simd::fold`'s sum, float64 through libm; both summed in f64.
 pub trait ExpSum: Element {
     fn exp_sum(xs: &[Self], shift: f64) -> f64;
 }
 impl ExpSum for f32 {
     #[inline]
     fn exp_sum(xs: &[f32], shift: f64) -> f64 {
-        crate::simd::fold::exp_sum(xs, shift as f32)
+        let mut buf = [0f32; 256];
+        let mut total = 0.0;
+        for c in xs.chunks(256) {
+            let b = &mut buf[..c.len()];
+            crate::simd::map1(crate::simd::math::ExpShift(shift as f32), b, c);
+            total += crate::simd::fold::sum(b);
+        }
+        total
     }
 }
 impl ExpSum for f64 {

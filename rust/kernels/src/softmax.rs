@@ -8,7 +8,7 @@
 
 use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
 use super::reducers::extreme;
-use super::simd::{self, fold, math::ExpDiff};
+use super::simd::{self, fold, math::{ExpDiff, ExpShift}};
 use crate::element::{Element, FloatElement};
 use rayon::prelude::*;
 
@@ -34,19 +34,20 @@ impl SoftmaxElement for f64 {
 }
 
 impl SoftmaxElement for f32 {
-    /// Two passes over the row plus a cheap third (the row is in cache): its max; then
-    /// `e^(x - max)`, stored, and its sum in one pass; then the scaling by `1 / sum`. log_softmax
-    /// sums without storing, then writes `(x - max) - log sum` (torch's order: the sign of a
-    /// zero result follows it). `simd::fold` runs each pass with explicit vectors.
+    /// Four passes over the (cached) row, each one vector loop: its max; `e^(x - max)` into
+    /// `dst`; their f64 sum; then the scaling by `1 / sum`, or for log_softmax
+    /// `(x - max) - log sum` over `dst` (torch's order: the sign of a zero result follows it).
+    /// Fusing the exponential with the sum measured slower (0.69 against 0.58 ns per element:
+    /// the exponential's registers and the sum's lanes do not fit together).
     unsafe fn row(src: *const f32, dst: *mut f32, n: usize, log: bool) {
         // SAFETY: the caller's contract (n elements each, no overlap).
         let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
         let max = fold::extreme::<true>(xs);
+        simd::map1(ExpShift(max), ys, xs);
+        let sum = fold::sum(ys);
         if log {
-            let lse = fold::exp_sum(xs, max).ln();
-            fold::sub_sub(ys, xs, max, lse as f32);
+            fold::sub_sub(ys, xs, max, sum.ln() as f32);
         } else {
-            let sum = fold::exp_store_sum(ys, xs, max);
             fold::scale(ys, (1.0 / sum) as f32);
         }
     }

@@ -1,5 +1,5 @@
 //! Folds of f32 slices written with explicit vectors: the NaN-propagating max/min, the sum,
-//! and the passes of a softmax row. (LLVM's own vectorisation of the generic 32-lane folds in
+//! and the cheap passes of a softmax row. (LLVM's own vectorisation of the generic 32-lane folds in
 //! `reducers` picked 128-bit registers, or none, even inside the AVX-512 entry point.)
 //!
 //! The order of operations is fixed by the code, not the vector width: element `k` of a slice
@@ -13,7 +13,6 @@
 //! two cases where equal values differ (a NaN, or 0.0 against -0.0) are settled by a scan for
 //! the first such element, so the result is the one a scan in index order gives.
 
-use super::math::exp;
 use super::{arch, F32s};
 use pulp::{Simd, WithSimd};
 
@@ -56,14 +55,6 @@ fn tree(mut lanes: [f64; LANES], op: impl Fn(f64, f64) -> f64) -> f64 {
         w /= 2;
     }
     lanes[0]
-}
-
-/// True when `x` should replace `best` in a max (`MAX`) or min scanned in index order: NaN wins
-/// and then stays; ties keep the earlier value (as `reducers::beats`).
-#[inline(always)]
-fn beats<const MAX: bool>(x: f32, best: f32) -> bool {
-    let better = if MAX { x > best } else { x < best };
-    !best.is_nan() & (x.is_nan() | better)
 }
 
 struct Extreme<'a, const MAX: bool>(&'a [f32]);
@@ -161,73 +152,6 @@ pub fn sum(xs: &[f32]) -> f64 {
     arch().dispatch(Sum(xs))
 }
 
-/// e^(x - shift) of every element, stored into `ys` when `STORE`, and their sum (in the fixed
-/// order above, of the rounded f32 values).
-struct ExpSum<'a, const STORE: bool> {
-    xs: &'a [f32],
-    ys: &'a mut [f32],
-    shift: f32,
-}
-impl<const STORE: bool> WithSimd for ExpSum<'_, STORE> {
-    type Output = f64;
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, s: S) -> f64 {
-        let ExpSum { xs, ys, shift } = self;
-        let nv = LANES / S::F32_LANES;
-        let full = xs.len() / LANES * LANES;
-        let (body, tail) = xs.split_at(full);
-        let (vs, _) = S::as_simd_f32s(body);
-        let mut sum = SumLanes::new();
-        let mut e = [s.splat_f32s(0.0); LANES];
-        if STORE {
-            let (ybody, _) = ys.split_at_mut(full);
-            let (yv, _) = S::as_mut_simd_f32s(ybody);
-            for (c, y) in vs.chunks_exact(nv).zip(yv.chunks_exact_mut(nv)) {
-                for j in 0..nv {
-                    e[j] = exp(F32s { s, v: c[j] } - shift).v;
-                    y[j] = e[j];
-                }
-                sum.add(s, &e[..nv]);
-            }
-        } else {
-            for c in vs.chunks_exact(nv) {
-                for j in 0..nv {
-                    e[j] = exp(F32s { s, v: c[j] } - shift).v;
-                }
-                sum.add(s, &e[..nv]);
-            }
-        }
-        // The tail (under 32 elements) through one padded block of vectors.
-        let mut block = [0f32; LANES];
-        block[..tail.len()].copy_from_slice(tail);
-        {
-            let (bv, _) = S::as_mut_simd_f32s(&mut block);
-            for v in bv.iter_mut() {
-                *v = exp(F32s { s, v: *v } - shift).v;
-            }
-        }
-        let tail_e = &block[..tail.len()];
-        if STORE {
-            ys[full..].copy_from_slice(tail_e);
-        }
-        sum.finish(tail_e)
-    }
-}
-
-/// `ys[i] = e^(xs[i] - shift)` and the f64 sum of the stored values; `ys` and `xs` have the
-/// same length.
-#[inline]
-pub fn exp_store_sum(ys: &mut [f32], xs: &[f32], shift: f32) -> f64 {
-    debug_assert_eq!(xs.len(), ys.len());
-    arch().dispatch(ExpSum::<true> { xs, ys, shift })
-}
-
-/// The f64 sum of `e^(x - shift)` over `xs` (the values are not kept).
-#[inline]
-pub fn exp_sum(xs: &[f32], shift: f32) -> f64 {
-    arch().dispatch(ExpSum::<false> { xs, ys: &mut [], shift })
-}
-
 /// `ys[i] = ys[i] * k`.
 #[inline]
 pub fn scale(ys: &mut [f32], k: f32) {
@@ -289,6 +213,13 @@ mod tests {
             .collect()
     }
 
+    /// True when `x` should replace `best` in a max (`MAX`) or min scanned in index order: NaN
+    /// wins and then stays; ties keep the earlier value (as `reducers::beats`).
+    fn beats<const MAX: bool>(x: f32, best: f32) -> bool {
+        let better = if MAX { x > best } else { x < best };
+        !best.is_nan() & (x.is_nan() | better)
+    }
+
     /// max/min as a scan in index order, the sum lane by lane: what the vectors must give.
     fn extreme_ref<const MAX: bool>(xs: &[f32]) -> f32 {
         let id = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
@@ -310,7 +241,7 @@ mod tests {
     fn every_instruction_set_gives_the_reference_bits() {
         let archs = [arch(), pulp::Arch::Scalar];
         for n in [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000, 4099] {
-            let mut xs = data(n, n as u64 + 7);
+            let xs = data(n, n as u64 + 7);
             if n > 100 {
                 // NaNs of different signs: the first one is kept
                 let mut with_nan = xs.clone();
@@ -331,13 +262,6 @@ mod tests {
                 assert_eq!(a.dispatch(Extreme::<true>(&xs)).to_bits(), extreme_ref::<true>(&xs).to_bits(), "max n={n}");
                 assert_eq!(a.dispatch(Extreme::<false>(&xs)).to_bits(), extreme_ref::<false>(&xs).to_bits(), "min n={n}");
                 assert_eq!(a.dispatch(Sum(&xs)).to_bits(), sum_ref(&xs).to_bits(), "sum n={n}");
-                let mut ys = vec![0f32; n];
-                let s = a.dispatch(ExpSum::<true> { xs: &xs, ys: &mut ys, shift: 1.5 });
-                assert_eq!(s.to_bits(), sum_ref(&ys).to_bits(), "exp sum n={n}");
-                assert_eq!(a.dispatch(ExpSum::<false> { xs: &xs, ys: &mut [], shift: 1.5 }).to_bits(), s.to_bits());
-                for (y, x) in ys.iter().zip(&xs) {
-                    assert!(((*y as f64) - ((*x as f64) - 1.5).exp()).abs() <= 1e-6 * (*y as f64), "exp n={n}");
-                }
             }
         }
     }
