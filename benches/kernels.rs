@@ -100,6 +100,14 @@ fn reductions(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("softmax_dim-1", n), &n, |b, _| {
             b.iter(|| black_box(reduce::softmax_raw(&x, -1, None, false).unwrap()))
         });
+        g.bench_with_input(BenchmarkId::new("log_softmax_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::softmax_raw(&x, -1, None, true).unwrap()))
+        });
+        g.throughput(Throughput::Bytes((4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("sum_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::sum_raw(&x, Some(&[-1]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("amax_dim0", n), &n, |b, _| b.iter(|| black_box(reduce::amax_raw(&x, &[0], false, true).unwrap())));
     }
     g.finish();
 }

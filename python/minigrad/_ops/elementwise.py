@@ -127,20 +127,40 @@ def _not_implemented_on_type_error(f):
     return wrapper
 
 
+_NO_ARG = object()
+
+
 def _operator(op):
-    def forward(self, other):
-        return _C.binary(self, other, op)
+    # Each is one Python frame (the per-op cost of `x + y`), answering NotImplemented like
+    # `_not_implemented_on_type_error`: to a TypeError, and to any other arguments.
+    def forward(self, other=_NO_ARG, *args, **kwargs):
+        if other is _NO_ARG or args or kwargs:
+            return NotImplemented
+        try:
+            return _C.binary(self, other, op)
+        except TypeError:
+            return NotImplemented
 
-    def reflected(self, other):
-        if op == "div":
-            # torch computes `number / x` as `x.reciprocal() * number`
-            return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
-        return _C.binary(other, self, op)
+    def reflected(self, other=_NO_ARG, *args, **kwargs):
+        if other is _NO_ARG or args or kwargs:
+            return NotImplemented
+        try:
+            if op == "div":
+                # torch computes `number / x` as `x.reciprocal() * number`
+                return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
+            return _C.binary(other, self, op)
+        except TypeError:
+            return NotImplemented
 
-    def inplace(self, other):
-        return _C.binary_(self, other, op)
+    def inplace(self, other=_NO_ARG, *args, **kwargs):
+        if other is _NO_ARG or args or kwargs:
+            return NotImplemented
+        try:
+            return _C.binary_(self, other, op)
+        except TypeError:
+            return NotImplemented
 
-    return tuple(_not_implemented_on_type_error(f) for f in (forward, reflected, inplace))
+    return forward, reflected, inplace
 
 
 for _name, _op in UNARY_OPS.items():

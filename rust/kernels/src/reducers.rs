@@ -18,10 +18,16 @@ pub trait Accum: Element {
     fn add(a: Self::A, b: Self::A) -> Self::A;
     fn mul(a: Self::A, b: Self::A) -> Self::A;
     fn acc_to_f64(a: Self::A) -> f64;
+    /// The sum of a contiguous float32 run as this accumulator, where a vectorised fold exists
+    /// for it (float32 into f64); `None` leaves the run to the generic lanes.
+    #[inline(always)]
+    fn sum_f32_run(_xs: &[f32]) -> Option<Self::A> {
+        None
+    }
 }
 
 macro_rules! float_accum {
-    ($t:ty) => {
+    ($t:ty $(, $fast:item)?) => {
         impl Accum for $t {
             type A = f64;
             const ZERO: f64 = 0.0;
@@ -36,10 +42,11 @@ macro_rules! float_accum {
             fn mul(a: f64, b: f64) -> f64 { a * b }
             #[inline(always)]
             fn acc_to_f64(a: f64) -> f64 { a }
+            $($fast)?
         }
     };
 }
-float_accum!(f32);
+float_accum!(f32, #[inline(always)] fn sum_f32_run(xs: &[f32]) -> Option<f64> { Some(crate::simd::fold::sum(xs)) });
 float_accum!(f64);
 
 macro_rules! int_accum {
@@ -85,10 +92,19 @@ impl Accum for bool {
 pub trait Bounds: Element {
     const LOWEST: Self;
     const HIGHEST: Self;
+    /// `extreme::<Self, MAX>(xs)`, through explicit vectors where the type has them.
+    #[inline(always)]
+    fn extreme_slice<const MAX: bool>(xs: &[Self]) -> Self {
+        extreme::<Self, MAX>(xs)
+    }
 }
 impl Bounds for f32 {
     const LOWEST: f32 = f32::NEG_INFINITY;
     const HIGHEST: f32 = f32::INFINITY;
+    #[inline(always)]
+    fn extreme_slice<const MAX: bool>(xs: &[f32]) -> f32 {
+        crate::simd::fold::extreme::<MAX>(xs)
+    }
 }
 impl Bounds for f64 {
     const LOWEST: f64 = f64::NEG_INFINITY;
@@ -165,14 +181,8 @@ pub fn extreme<T: Bounds, const MAX: bool>(xs: &[T]) -> T {
     fold_lanes(xs, id, best, |a, b| if beats::<T, MAX>(b, a) { b } else { a })
 }
 
-/// Sum of `xs` in f64, in the fixed lane order.
-#[inline(always)]
-pub fn sum_wide<T: Element>(xs: &[T]) -> f64 {
-    fold_lanes(xs, 0.0f64, |a, x| a + x.to_f64(), |a, b| a + b)
-}
-
-/// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp
-/// (in stack blocks), float64 through libm; both summed in f64.
+/// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp (in
+/// stack blocks) and `simd::fold`'s sum, float64 through libm; both summed in f64.
 pub trait ExpSum: Element {
     fn exp_sum(xs: &[Self], shift: f64) -> f64;
 }
@@ -184,7 +194,7 @@ impl ExpSum for f32 {
         for c in xs.chunks(256) {
             let b = &mut buf[..c.len()];
             crate::simd::map1(crate::simd::math::ExpShift(shift as f32), b, c);
-            total += crate::simd::run(|| sum_wide(b));
+            total += crate::simd::fold::sum(b);
         }
         total
     }
@@ -193,6 +203,17 @@ impl ExpSum for f64 {
     #[inline]
     fn exp_sum(xs: &[f64], shift: f64) -> f64 {
         fold_lanes(xs, 0.0f64, |a, x| a + (x - shift).exp(), |a, b| a + b)
+    }
+}
+
+/// `xs` as a float32 slice when `T` is f32.
+#[inline(always)]
+fn as_f32<T: Element>(xs: &[T]) -> Option<&[f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32 (same TypeId), so the slice's memory holds f32 values.
+        Some(unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f32, xs.len()) })
+    } else {
+        None
     }
 }
 
@@ -224,6 +245,7 @@ impl<T: Element, D: Accum, const PROD: bool> SumProd<T, D, PROD> {
 impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
     type In = T;
     type Acc = D::A;
+    const SWEEP4: bool = true;
     #[inline(always)]
     fn init(&self, _o: usize) -> D::A {
         if PROD { D::ONE } else { D::ZERO }
@@ -246,6 +268,11 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
     }
     #[inline(always)]
     fn fold_slice(&self, acc: D::A, xs: &[T], _i0: usize) -> D::A {
+        if !PROD {
+            if let Some(t) = as_f32(xs).and_then(D::sum_f32_run) {
+                return Self::op(acc, t);
+            }
+        }
         let t = fold_lanes(xs, self.init(0), |a, x| Self::op(a, D::cast_from(x).widen()), Self::op);
         Self::op(acc, t)
     }
@@ -284,7 +311,7 @@ impl<T: Bounds, const MAX: bool> Reducer for Extreme<T, MAX> {
     /// Any grouping gives the same extreme (or NaN), so lanes are safe here.
     #[inline(always)]
     fn fold_slice(&self, acc: T, xs: &[T], _i0: usize) -> T {
-        self.merge(acc, extreme::<T, MAX>(xs))
+        self.merge(acc, T::extreme_slice::<MAX>(xs))
     }
 }
 
@@ -322,8 +349,9 @@ impl<T: Bounds, const MAX: bool> Reducer for ArgExtreme<T, MAX> {
     /// first position holding it (or the first NaN); ties keep the earlier partial.
     #[inline(always)]
     fn fold_slice(&self, acc: (T, usize), xs: &[T], i0: usize) -> (T, usize) {
-        let best = |a: T, x: T| if beats::<T, MAX>(x, a) { x } else { a };
-        let m = fold_lanes(xs, self.init(0).0, best, best);
+        // The extreme's value is what matters (which NaN, or which of 0.0 and -0.0, does not:
+        // the element itself is reported below).
+        let m = T::extreme_slice::<MAX>(xs);
         if xs.is_empty() || !beats::<T, MAX>(m, acc.0) {
             return acc;
         }

@@ -7,8 +7,8 @@
 //! reading memory row by row.
 
 use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
-use super::reducers::{extreme, sum_wide};
-use super::simd::{self, math::{ExpDiff, ExpShift}};
+use super::reducers::extreme;
+use super::simd::{self, fold, math::{ExpDiff, ExpShift}};
 use crate::element::{Element, FloatElement};
 use rayon::prelude::*;
 
@@ -34,29 +34,21 @@ impl SoftmaxElement for f64 {
 }
 
 impl SoftmaxElement for f32 {
-    /// One fused pass per step over the (cached) row: max, e^(x - max) stored, its f64 sum,
-    /// then the scaling (or, for log_softmax, (x - max) - log sum).
+    /// Four passes over the (cached) row, each one vector loop: its max; `e^(x - max)` into
+    /// `dst`; their f64 sum; then the scaling by `1 / sum`, or for log_softmax
+    /// `(x - max) - log sum` over `dst` (torch's order: the sign of a zero result follows it).
+    /// Fusing the exponential with the sum measured slower (0.69 against 0.58 ns per element:
+    /// the exponential's registers and the sum's lanes do not fit together).
     unsafe fn row(src: *const f32, dst: *mut f32, n: usize, log: bool) {
         // SAFETY: the caller's contract (n elements each, no overlap).
         let (xs, ys) = (std::slice::from_raw_parts(src, n), std::slice::from_raw_parts_mut(dst, n));
-        let max = simd::run(|| extreme::<f32, true>(xs));
+        let max = fold::extreme::<true>(xs);
         simd::map1(ExpShift(max), ys, xs);
-        let sum = simd::run(|| sum_wide(ys));
+        let sum = fold::sum(ys);
         if log {
-            // (x - max) - log(sum), in torch's order: the sign of a zero result follows it.
-            let (m, lse) = (wide(max), sum.ln());
-            simd::run(|| {
-                for (y, &x) in ys.iter_mut().zip(xs) {
-                    *y = ((wide(x) - m) - lse) as f32;
-                }
-            })
+            fold::sub_sub(ys, xs, max, sum.ln() as f32);
         } else {
-            let inv = 1.0 / sum;
-            simd::run(|| {
-                for y in ys.iter_mut() {
-                    *y = (wide(*y) * inv) as f32;
-                }
-            })
+            fold::scale(ys, (1.0 / sum) as f32);
         }
     }
 

@@ -10,8 +10,10 @@
 //! - [`map1`], [`map2`]: apply a lane function over slices (whole vectors, then a masked tail);
 //! - [`run`]: run any closure under the detected instruction set, so that plain slice loops
 //!   LLVM auto-vectorises use the wide registers too;
-//! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions.
+//! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions;
+//! - `fold`: max/min and sums of f32 runs, and the passes of a softmax row, in a fixed lane order.
 
+pub mod fold;
 pub mod math;
 pub mod normal;
 #[cfg(test)]
@@ -170,6 +172,11 @@ impl<S: Simd> Mask<S> {
     #[inline(always)]
     pub fn or(self, o: Self) -> Self {
         Mask { s: self.s, m: self.s.or_m32s(self.m, o.m) }
+    }
+    /// True when some lane is set.
+    #[inline(always)]
+    pub fn any(self) -> bool {
+        self.s.first_true_m32s(self.m) < S::F32_LANES
     }
     #[inline(always)]
     pub fn and(self, o: Self) -> Self {

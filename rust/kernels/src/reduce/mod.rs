@@ -1,0 +1,87 @@
+//! Reductions: one engine that folds a strided input into per-output accumulators, and the
+//! reducers it runs (in `reducers`).
+//!
+//! The engine sees the input as kept dims (one output element per index) and reduced dims.
+//! Two loop shapes cover every layout:
+//! - *inner*: the innermost dim in memory is reduced (sum over the last dim of a contiguous
+//!   tensor): each output folds its own contiguous runs, through slices.
+//! - *outer*: the innermost dim in memory is kept (sum over dim 0 of a contiguous matrix): a
+//!   block of outputs accumulates whole rows at a time, so memory is read in order and the
+//!   per-row loop vectorises, instead of striding through memory once per output element.
+//!
+//! Determinism (DESIGN invariant 7): how a reduction is split into partial results depends on
+//! the shape only — fixed-size chunks of the reduced index (`GRAIN`), combined in index order —
+//! never on the number of threads. Parallelism only decides who computes each partial, so
+//! results are bit-identical run to run and on any machine. The two hot loops (a reducer's
+//! fold of a contiguous run, and a block of outputs accumulating rows) run through
+//! `simd::exec`, so the reducers' fixed-lane loops are vectorised with the machine's widest
+//! registers; the lanes (and so the order of additions) are fixed by the code, not the width.
+
+mod geometry;
+mod inner;
+mod outer;
+#[cfg(test)]
+mod tests;
+
+use crate::element::Element;
+use crate::parallel::SendPtr;
+use crate::Arg;
+use geometry::{mem_key, Geometry};
+
+/// One reduction: accumulator type, how elements fold in, how partials combine, and where
+/// results go. Implementations are small `Copy` structs, monomorphised per dtype.
+pub trait Reducer: Copy + Send + Sync {
+    type In: Element;
+    type Acc: Copy + Send + Sync;
+    /// Fresh accumulator for output element `o` (its row-major index in the output).
+    fn init(&self, o: usize) -> Self::Acc;
+    /// Folds `x`, the element at reduced index `i` (the position along the reduced dims).
+    fn step(&self, acc: Self::Acc, x: Self::In, i: usize) -> Self::Acc;
+    /// Combines partials of two consecutive ranges; `a` covers the earlier one.
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// Stores the result of output element `o`.
+    ///
+    /// # Safety
+    /// `o` is less than the output count the reducer's buffers were made for, and each `o` is
+    /// written once, by one thread.
+    unsafe fn write(&self, o: usize, acc: Self::Acc);
+    /// Whether the outer shape sweeps its accumulators four rows at a time (it measured faster
+    /// for sums, whose accumulator load and store then dominate; slower for max/min).
+    const SWEEP4: bool = false;
+    /// Folds a contiguous run starting at reduced index `i0` (reducers override it to vectorise).
+    #[inline(always)]
+    fn fold_slice(&self, mut acc: Self::Acc, xs: &[Self::In], i0: usize) -> Self::Acc {
+        for (k, &x) in xs.iter().enumerate() {
+            acc = self.step(acc, x, i0 + k);
+        }
+        acc
+    }
+}
+
+/// Runs reducer `r` over `src` (laid out as `shape`/`src.strides`), reducing the dims marked
+/// in `reduce`. Output element `o` (row-major over the kept dims) is stored by `r.write(o, _)`.
+///
+/// # Safety
+/// `src` must describe `shape` elements inside its storage, which must stay alive for the
+/// call; the reducer's outputs must hold `Geometry::out_numel` elements and must not overlap
+/// `src`.
+pub unsafe fn reduce<R: Reducer>(r: R, shape: &[usize], src: Arg<R::In>, reduce: &[bool]) {
+    let g = Geometry::new(shape, src.strides, src.offset, reduce);
+    if g.out_numel == 0 {
+        return;
+    }
+    if g.red_numel == 0 {
+        for o in 0..g.out_numel {
+            // SAFETY: o < out_numel, each written once.
+            r.write(o, r.init(o));
+        }
+        return;
+    }
+    let base = SendPtr(src.base);
+    let inner_red = g.red.last().map_or(usize::MAX, |&(_, s)| mem_key(s));
+    let inner_keep = g.keep.iter().enumerate().min_by_key(|(_, k)| mem_key(k.stride));
+    match inner_keep {
+        Some((k, kept)) if mem_key(kept.stride) < inner_red => outer::reduce_outer(r, &g, base, k),
+        _ => inner::reduce_inner(r, &g, base),
+    }
+}

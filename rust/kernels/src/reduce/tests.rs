@@ -1,0 +1,194 @@
+//! The engine's tests: geometry, determinism across thread counts, and edge cases.
+
+use super::geometry::{red_runs, Geometry, Kept};
+use super::reduce;
+use crate::parallel::{SendPtr, GRAIN};
+use crate::reducers::{ArgExtreme, SumProd};
+use crate::Arg;
+
+#[test]
+fn geometry_drops_unit_dims_and_coalesces() {
+    // [2, 3, 4] contiguous, reduce dims 1 and 2: one reduced run of 12.
+    let g = Geometry::new(&[2, 3, 4], &[12, 4, 1], 0, &[false, true, true]);
+    assert_eq!(g.red, vec![(12, 1)]);
+    assert_eq!(g.keep, vec![Kept { size: 2, stride: 12, ostride: 1 }]);
+    assert_eq!((g.out_numel, g.red_numel), (2, 12));
+    // Transposed reduced dims are visited in memory order.
+    let g = Geometry::new(&[4, 3], &[1, 4], 0, &[true, true]);
+    assert_eq!(g.red, vec![(12, 1)]);
+    // Size-1 dims vanish; an empty reduced dim gives red_numel 0.
+    let g = Geometry::new(&[1, 0, 5], &[5, 5, 1], 0, &[true, true, false]);
+    assert_eq!((g.out_numel, g.red_numel), (5, 0));
+}
+
+/// Deterministic pseudo-random values in [-1, 1).
+fn data(n: usize) -> Vec<f32> {
+    let mut s = 0x2545F4914F6CDD1Du64;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Sums `x` (laid out as shape/strides/offset) over `mask` with a pool of `threads`.
+fn sum_with(threads: usize, x: &[f32], shape: &[usize], strides: &[isize], offset: usize, mask: &[bool]) -> Vec<f32> {
+    let out_numel: usize = shape.iter().zip(mask).filter(|(_, &m)| !m).map(|(&s, _)| s).product();
+    let mut out = vec![0f32; out_numel];
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let r = SumProd::<f32, f32, false>::new(out.as_mut_ptr(), None);
+    // SAFETY: the layouts the tests use stay inside `x`; `out` holds out_numel elements.
+    pool.install(|| unsafe { reduce(r, shape, Arg { base: x.as_ptr() as *mut f32, strides, offset }, mask) });
+    out
+}
+
+/// The same sums in f64, element by element in logical order.
+fn naive_sum(x: &[f32], shape: &[usize], strides: &[isize], offset: usize, mask: &[bool]) -> Vec<f64> {
+    let out_numel: usize = shape.iter().zip(mask).filter(|(_, &m)| !m).map(|(&s, _)| s).product();
+    let mut out = vec![0f64; out_numel];
+    let n: usize = shape.iter().product();
+    for lin in 0..n {
+        let (mut rem, mut off, mut o, mut ostride) = (lin, offset as isize, 0usize, 1usize);
+        for d in (0..shape.len()).rev() {
+            let i = rem % shape[d];
+            rem /= shape[d];
+            off += i as isize * strides[d];
+            if !mask[d] {
+                o += i * ostride;
+                ostride *= shape[d];
+            }
+        }
+        out[o] += x[off as usize] as f64;
+    }
+    out
+}
+
+#[test]
+fn bit_identical_across_thread_counts_and_close_to_exact() {
+    let x = data(600 * 700 + 1);
+    // contiguous, transposed, and stepped-with-offset layouts of a 600x700 block
+    let layouts: [(&[usize], &[isize], usize); 3] =
+        [(&[600, 700], &[700, 1], 0), (&[700, 600], &[1, 700], 0), (&[300, 233], &[1400, 3], 1)];
+    for (shape, strides, offset) in layouts {
+        for mask in [[true, true], [true, false], [false, true], [false, false]] {
+            let one = sum_with(1, &x, shape, strides, offset, &mask);
+            for threads in [2, 3, 8] {
+                let many = sum_with(threads, &x, shape, strides, offset, &mask);
+                assert!(one.iter().zip(&many).all(|(a, b)| a.to_bits() == b.to_bits()), "{:?} {:?}", shape, mask);
+            }
+            let exact = naive_sum(&x, shape, strides, offset, &mask);
+            for (a, e) in one.iter().zip(&exact) {
+                assert!((*a as f64 - e).abs() <= 1e-6 * e.abs().max(1.0), "{} vs {}", a, e);
+            }
+        }
+    }
+}
+
+#[test]
+fn arg_reductions_find_the_first_extreme_across_chunks() {
+    // Ties straddling GRAIN-sized chunks: the first index must win however work is split.
+    let n = 3 * GRAIN + 5;
+    let mut x = vec![0f32; n];
+    x[GRAIN + 1] = 2.0;
+    x[2 * GRAIN + 7] = 2.0;
+    x[n - 1] = 2.0;
+    for threads in [1, 4] {
+        let mut idx = [0i64];
+        let r = ArgExtreme::<f32, true> { values: None, indices: SendPtr(idx.as_mut_ptr()) };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let xs = &x;
+        // SAFETY: one contiguous run of n elements; one output.
+        pool.install(|| unsafe { reduce(r, &[n], Arg { base: xs.as_ptr() as *mut f32, strides: &[1], offset: 0 }, &[true]) });
+        assert_eq!(idx[0], (GRAIN + 1) as i64);
+    }
+    // A NaN anywhere wins, and the first NaN's index is reported.
+    x[2 * GRAIN] = f32::NAN;
+    x[3 * GRAIN] = f32::NAN;
+    let (mut v, mut idx) = ([0f32], [0i64]);
+    let r = ArgExtreme::<f32, true> { values: Some(SendPtr(v.as_mut_ptr())), indices: SendPtr(idx.as_mut_ptr()) };
+    let src = Arg { base: x.as_mut_ptr(), strides: &[1], offset: 0 };
+    // SAFETY: as above.
+    unsafe { reduce(r, &[n], src, &[true]) };
+    assert!(v[0].is_nan());
+    assert_eq!(idx[0], (2 * GRAIN) as i64);
+}
+
+#[test]
+fn outer_reductions_split_rows_the_same_way_on_any_pool() {
+    // Few outputs, many rows: the outer shape splits the reduced range into row chunks.
+    let (rows, cols) = (200_000, 3);
+    let x = data(rows * cols);
+    let one = sum_with(1, &x, &[rows, cols], &[cols as isize, 1], 0, &[true, false]);
+    let many = sum_with(4, &x, &[rows, cols], &[cols as isize, 1], 0, &[true, false]);
+    assert_eq!(one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), many.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let exact = naive_sum(&x, &[rows, cols], &[cols as isize, 1], 0, &[true, false]);
+    for (a, e) in one.iter().zip(&exact) {
+        assert!((*a as f64 - e).abs() <= 1e-6 * e.abs().max(1.0));
+    }
+}
+
+#[test]
+fn empty_reductions_write_the_identity() {
+    let x: Vec<f32> = vec![];
+    assert_eq!(sum_with(2, &x, &[0, 3], &[3, 1], 0, &[true, false]), vec![0.0; 3]);
+    assert_eq!(sum_with(2, &x, &[3, 0], &[0, 1], 0, &[true, false]), Vec::<f32>::new());
+    let one = [5.0f32];
+    assert_eq!(sum_with(1, &one, &[], &[], 0, &[]), vec![5.0]);
+}
+
+#[test]
+fn runs_cover_partial_ranges_in_order() {
+    // Reduced dims (3, stride 10) x (4, stride 2), base 1: split at awkward points.
+    let red = [(3usize, 10isize), (4, 2)];
+    let mut seen = vec![];
+    for (s, e) in [(0, 5), (5, 6), (6, 12)] {
+        red_runs(&red, 1, s, e, |off, len, st, pos| {
+            for k in 0..len {
+                seen.push((pos + k, off + k as isize * st));
+            }
+        });
+    }
+    let want: Vec<(usize, isize)> = (0..12).map(|i| (i, 1 + 10 * (i / 4) as isize + 2 * (i % 4) as isize)).collect();
+    assert_eq!(seen, want);
+}
+
+/// Timing probe (not a test): `cargo test -p minigrad-kernels --profile devopt -- --ignored
+/// --nocapture reduce_timing`. Best of 200 calls, one thread, per reduction of a
+/// (rows, 1000) float32 matrix.
+#[test]
+#[ignore]
+fn reduce_timing() {
+    use crate::reducers::Extreme;
+    use std::time::Instant;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    for rows in [10usize, 100, 1000] {
+        let x = data(rows * 1000);
+        let mut out = vec![0f32; rows.max(1000)];
+        let time = |name: &str, f: &mut dyn FnMut()| {
+            let mut best = f64::MAX;
+            for _ in 0..200 {
+                let t = Instant::now();
+                f();
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            println!("{name:>12} {rows:>5}x1000: {:8.2} us  {:.3} ns/elem", best * 1e6, best * 1e9 / (rows * 1000) as f64);
+        };
+        let src = || Arg { base: x.as_ptr() as *mut f32, strides: &[1000, 1], offset: 0 };
+        pool.install(|| {
+            let o = out.as_mut_ptr();
+            // SAFETY (each call): x holds rows x 1000; out holds max(rows, 1000) elements.
+            time("sum dim -1", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[false, true]) });
+            time("sum dim 0", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[true, false]) });
+            time("amax dim -1", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[false, true]) });
+            time("amax dim 0", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[true, false]) });
+            let mut y = vec![0f32; rows * 1000];
+            // SAFETY: x and y hold rows x 1000 elements.
+            time("softmax -1", &mut || unsafe { crate::softmax::softmax(x.as_ptr(), y.as_mut_ptr(), rows, 1000, 1, false) });
+            time("logsoftmax -1", &mut || unsafe { crate::softmax::softmax(x.as_ptr(), y.as_mut_ptr(), rows, 1000, 1, true) });
+            time("exp map1", &mut || crate::simd::map1(crate::simd::math::ExpShift(0.5), &mut y, &x));
+        });
+    }
+}
