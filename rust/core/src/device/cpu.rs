@@ -180,4 +180,12 @@ impl Backend for Cpu {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         crate::ops::mask::masked_select_cpu_kernel(src, mask)
     }
+
+    fn sort(&self, op: super::SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        crate::ops::sort::cpu_kernel(op, values, indices, src)
+    }
+
+    fn scan(&self, op: super::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        crate::ops::scan::cpu_kernel(op, dst, src, acc)
+    }
 }

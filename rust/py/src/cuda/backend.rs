@@ -432,5 +432,12 @@ impl Backend for Cuda {
     fn masked_select(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
         self.masked_select_impl(src, mask)
     }
-}
 
+    fn sort(&self, op: minigrad_core::device::SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        self.sort_impl(op, values, indices, src)
+    }
+
+    fn scan(&self, op: minigrad_core::device::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        self.scan_impl(op, dst, src, acc)
+    }
+}

@@ -12,6 +12,7 @@ mod memory;
 mod norm;
 mod random;
 mod reduce;
+mod sortscan;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};
