@@ -364,3 +364,11 @@ def test_saved_tensor_versions(what):
     """Modifying what a node saved makes backward fail with torch's message; what it did not
     save is free to change."""
     check_parity(lambda: _version_case(what, mg), lambda: _version_case(what, torch))
+
+
+@pytest.mark.parametrize("values", [[0.0, -0.0, 0.0, -0.0, 0.0], [-0.0, 0.0, -0.0, 0.0], [-0.0, 0.0, 0.0, -0.0, 0.0, -0.0, -0.0],
+                                    [1.0, -0.0, 2.0, 0.0, -0.0, 0.0, 3.0, -1.0] * 5])
+def test_median_of_all_elements_picks_torchs_zero(values):
+    # median() takes whatever std::nth_element leaves at the middle: -0.0 or 0.0 is torch's pick
+    got, want = mg.tensor(values).median(), torch.tensor(values).median()
+    assert got.item() == want.item() and math.copysign(1, got.item()) == math.copysign(1, want.item())

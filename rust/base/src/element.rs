@@ -110,8 +110,11 @@ macro_rules! half_element {
             fn cast_from<S: Element>(v: S) -> Self {
                 match S::DTYPE {
                     DType::Bool => Self::from_bool(v.to_bool()),
-                    d if d.is_floating() => Self::from_f64(v.to_f64()),
-                    _ => Self::from_i64(v.to_i64()),
+                    // `<Self as Element>`: half's inherent `from_f64` (which `Self::from_f64` would
+                    // name) rounds from the f64's top 32 bits only, so a float just past a
+                    // rounding midpoint came out rounded to even (torch goes through float)
+                    d if d.is_floating() => <Self as Element>::from_f64(v.to_f64()),
+                    _ => <Self as Element>::from_i64(v.to_i64()),
                 }
             }
         }
@@ -135,6 +138,16 @@ mod tests {
         assert_eq!(i64::cast_from(3e9f32), 3_000_000_000);
         assert_eq!(i64::cast_from(-1e30f64), i64::MIN);
         assert_eq!(i64::cast_from(f64::INFINITY), i64::MIN);
+    }
+
+    #[test]
+    fn casts_to_half_types_round_once_from_float() {
+        // torch: tensor([-112896.015625]).bfloat16() == -113152 (just past the midpoint: away
+        // from even); rounding from the top 32 bits of the double would give -112640
+        let v = -112896.015625f32;
+        assert_eq!(half::bf16::cast_from(v).to_f64(), -113152.0);
+        assert_eq!(half::bf16::cast_from(v as f64).to_f64(), -113152.0);
+        assert_eq!(<half::bf16 as Element>::from_scalar(Scalar::Float(v as f64)).to_f64(), -113152.0);
     }
 }
 

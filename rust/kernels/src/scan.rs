@@ -90,6 +90,53 @@ pub fn scan_rows<T: Element>(op: Scan, xs: &[T], ys: &mut [T], n: usize) {
     }
 }
 
+/// `log_add_exp` in float32: torch's helper instantiated for `acc_type<Half>` = float.
+#[inline]
+fn log_add_exp_f32(x: f32, acc: f32) -> f32 {
+    let (lo, hi) = if acc.is_nan() {
+        (acc, acc)
+    } else if x.is_nan() {
+        (x, x)
+    } else {
+        (x.min(acc), x.max(acc))
+    };
+    if lo != hi || lo.is_finite() {
+        (lo - hi).exp().ln_1p() + hi
+    } else {
+        x
+    }
+}
+
+/// `scan_rows` for float32 rows that hold float16/bfloat16 values, accumulated in float32:
+/// torch's CPU scans of the half types run in `acc_type<Half>` = float (not double), so the
+/// widened rows must not accumulate in f64, or a long cumsum rounds differently.
+pub fn scan_rows_f32_acc(op: Scan, xs: &[f32], ys: &mut [f32], n: usize) {
+    assert_eq!(xs.len(), ys.len(), "scan: input and output differ in length");
+    if n == 0 || xs.is_empty() {
+        return;
+    }
+    let row = move |(y, x): (&mut [f32], &[f32])| {
+        let mut acc = match op {
+            Scan::Sum => 0.0f32,
+            Scan::Prod => 1.0,
+            Scan::LogSumExp => f32::NEG_INFINITY,
+        };
+        for (y, &x) in y.iter_mut().zip(x) {
+            acc = match op {
+                Scan::Sum => acc + x,
+                Scan::Prod => acc * x,
+                Scan::LogSumExp => log_add_exp_f32(x, acc),
+            };
+            *y = acc;
+        }
+    };
+    if xs.len() >= PAR_MIN_ELEMS && xs.len() / n > 1 {
+        ys.par_chunks_mut(n).zip(xs.par_chunks(n)).for_each(row);
+    } else {
+        ys.chunks_mut(n).zip(xs.chunks(n)).for_each(row);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +148,17 @@ mod tests {
         let mut ys = [0f32; 5];
         scan_rows(Scan::Sum, &xs, &mut ys, 5);
         assert_eq!(ys, [1e8, 1e8, 1e8, 1e8 + 4.0, 1e8 + 4.0]);
+    }
+
+    #[test]
+    fn half_rows_accumulate_in_f32() {
+        // 2^24 + 1 + 1: f32 steps stay at 2^24 (round to even), f64 steps reach 2^24 + 2
+        let xs = [16777216f32, 1.0, 1.0];
+        let mut ys = [0f32; 3];
+        scan_rows_f32_acc(Scan::Sum, &xs, &mut ys, 3);
+        assert_eq!(ys, [16777216.0, 16777216.0, 16777216.0]);
+        scan_rows(Scan::Sum, &xs, &mut ys, 3);
+        assert_eq!(ys[2], 16777218.0);
     }
 
     #[test]

@@ -188,4 +188,12 @@ impl Backend for Cpu {
     fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
         crate::ops::norm::batch_norm_backward_cpu(g, x, weight, eps)
     }
+
+    fn sort(&self, op: super::SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        crate::ops::sort::cpu_kernel(op, values, indices, src)
+    }
+
+    fn scan(&self, op: super::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        crate::ops::scan::cpu_kernel(op, dst, src, acc)
+    }
 }

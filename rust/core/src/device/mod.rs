@@ -26,6 +26,8 @@ pub use crate::kernels::conv::Geometry as ConvGeometry;
 pub use crate::kernels::pool::{AvgWindows, MaxGeometry};
 use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
+pub use crate::ops::scan::ScanOp;
+pub use crate::ops::sort::SortOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use std::sync::{Arc, RwLock};
@@ -438,6 +440,36 @@ pub trait Backend: Send + Sync {
     fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
         let _ = (g, x, weight, eps);
         Ok(None)
+    }
+
+    // ----- sorting, selection and scans along the last dim (ops/sort.rs, ops/scan.rs) -----
+
+    /// `op` (sort, topk, kthvalue, median: `SortOp`) on every row of `src`, a contiguous
+    /// `[rows, n]` tensor on this device (`rows >= 1`, `n >= 1`: the op layer answers empty and
+    /// 0-d inputs itself, and moves the dim along which it works last). `values` (`src`'s dtype)
+    /// and `indices` (int64, positions in the row) are fresh and contiguous, `[rows, width]`
+    /// with the width `SortOp` names. `src`'s dtype: any but bool for topk/kthvalue/median (the
+    /// op layer refuses bool with torch's error). Values AND indices are the CPU's, ties and NaN
+    /// placement included (`kernels::sort` says which algorithm decides them).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn sort(&self, op: SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        let _ = (values, indices, src);
+        Err(not_implemented(self.device(), op.name()))
+    }
+
+    /// A running `op` (cumsum, cumprod, logcumsumexp) along every row of `src`, a contiguous
+    /// `[rows, n]` tensor on this device (`rows, n >= 1`), into `dst` (fresh, contiguous, same
+    /// shape and dtype: the op layer has cast to the result dtype; never bool; logcumsumexp
+    /// float only). Each row left to right, accumulating in `acc` (torch's CPU `acc_type`:
+    /// float64 for float32/float64, float32 for the half types, which `Widen` hands over as
+    /// float32 rows, int64 wrapping for the integers), each partial result rounded once into
+    /// `dst`: the CPU's order, so sums and products agree bit for bit on every device.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn scan(&self, op: ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        let _ = (dst, src, acc);
+        Err(not_implemented(self.device(), op.name()))
     }
 }
 

@@ -346,6 +346,29 @@ impl Backend for Widen {
         }
         self.0.batch_norm_backward(g, x, weight, eps)
     }
+
+    // Sorting compares values, and every narrow value widens exactly: the rows are sorted as
+    // their opmath copies (ties and NaN order unchanged) and the values narrowed back exactly.
+    fn sort(&self, op: super::SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        if !any_narrow(&[values, src]) {
+            return self.0.sort(op, values, indices, src);
+        }
+        let (s, o) = (wide(src)?, out(values)?);
+        self.0.sort(op, &o, indices, &s)?;
+        store(values, &o)
+    }
+
+    // Scans: arithmetic, so widened like the others; `acc` (float32 for the half types, from
+    // the op layer) keeps torch's float32 accumulation on the float32 copies, each partial
+    // result rounded once into the half output.
+    fn scan(&self, op: super::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        if !any_narrow(&[dst, src]) {
+            return self.0.scan(op, dst, src, acc);
+        }
+        let (s, o) = (wide(src)?, out(dst)?);
+        self.0.scan(op, &o, &s, acc)?;
+        store(dst, &o)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

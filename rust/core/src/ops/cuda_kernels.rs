@@ -331,7 +331,41 @@ const OPTIM: CudaSource = CudaSource {
     families: &[Family { kernels: &["mg_sgd_step<{T}>", "mg_adam_step<{T}>"], types: F, ops: &[""] }],
 };
 
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM];
+const SORT: CudaSource = CudaSource {
+    name: "sort",
+    path: "rust/core/src/ops/sort.cu",
+    source: include_str!("sort.cu"),
+    families: &[
+        Family { kernels: &["mg_sort<{T}>", "mg_sort_bitonic<{T}>"], types: ALL, ops: &[""] },
+        // bool: torch refuses topk/kthvalue/median of bool before any kernel runs
+        Family { kernels: &["mg_topk<{T}>", "mg_kthvalue<{T}>", "mg_median<{T}>"], types: NUMERIC, ops: &[""] },
+    ],
+};
+
+/// The scans' (element, accumulator) pairs: torch's CPU `acc_type` (float rows from the half
+/// types accumulate in float, `Backend::scan`'s `acc`).
+const SCAN_ACC: &[(&str, &str)] = &[("float", "double"), ("float", "float"), ("double", "double"), ("int", "long long"), ("long long", "long long")];
+
+const SCAN: CudaSource = CudaSource {
+    name: "scan",
+    path: "rust/core/src/ops/scan.cu",
+    source: include_str!("scan.cu"),
+    families: &[
+        Family { kernels: &["mg_scan<{T}, {O}, mg::{op}>"], types: SCAN_ACC, ops: &["ScanSum", "ScanProd"] },
+        Family {
+            kernels: &["mg_scan<{T}, {O}, mg::{op}>"],
+            types: &[("float", "double"), ("float", "float"), ("double", "double")],
+            ops: &["ScanLse"],
+        },
+    ],
+};
+
+/// Rows up to this length are stable-sorted by `mg_sort_bitonic` (sort.cu's MG_BITONIC_MAX).
+pub const BITONIC_MAX: usize = 2048;
+/// `mg_sort_bitonic`'s block size (sort.cu's MG_SORT_THREADS).
+pub const SORT_THREADS: u32 = 256;
+
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM, SORT, SCAN];
 
 #[cfg(test)]
 mod tests {

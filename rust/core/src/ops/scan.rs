@@ -4,13 +4,14 @@
 //! dtype rules (torch's `meta_func_cum_ops`): integers and bool scan to int64 unless `dtype=`
 //! says otherwise; the input is cast to the result dtype first. In place, the result dtype is
 //! the tensor's own and a different `dtype=` is refused. logcumsumexp is floating only.
-//! The loops are `kernels::scan` (one call, in `run`).
+//! The element work crosses the device seam as one `Backend::scan` call (in `run`); the CPU's
+//! loops are `kernels::scan` (`cpu_kernel` below), the GPU's `scan.cu` beside this file.
 
 use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::scan::{scan_rows, Scan};
+use crate::kernels::scan::{scan_rows, scan_rows_f32_acc, Scan};
 use crate::ops::binary::BinaryOp;
 use crate::ops::copy::{cast_input, contiguous_copy, copy_inplace_raw, to_dtype};
 use crate::ops::lanes::{from_rows, read, rows_of, write};
@@ -29,6 +30,14 @@ pub enum ScanOp {
 }
 
 impl ScanOp {
+    /// torch's op name (for the NotImplementedError of a device without the kernel).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Cumsum => "cumsum",
+            ScanOp::Cumprod => "cumprod",
+            ScanOp::Logcumsumexp => "logcumsumexp",
+        }
+    }
     fn scan(self) -> Scan {
         match self {
             ScanOp::Cumsum => Scan::Sum,
@@ -68,6 +77,33 @@ fn result_dtype(x: &Tensor, dtype: Option<DType>) -> DType {
     dtype.unwrap_or(if x.dtype().is_integral(true) { DType::Int64 } else { x.dtype() })
 }
 
+/// The dtype a scan of `dtype` accumulates in: torch's CPU `acc_type` (double for float32 and
+/// float64, float for the half types, int64 for the integers), handed to `Backend::scan`.
+pub fn acc_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::Float16 | DType::BFloat16 => DType::Float32,
+        d if d.is_floating() => DType::Float64,
+        _ => DType::Int64,
+    }
+}
+
+/// The CPU backend's `scan`: `kernels::scan` on the rows (`src` and `dst` contiguous, of one
+/// wide dtype; `acc` as `Backend::scan` says).
+pub fn cpu_kernel(op: ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+    let n = src.shape().last().copied().unwrap_or(1);
+    if src.dtype() == DType::Float32 && acc == DType::Float32 {
+        // SAFETY: `src` is contiguous and only read here; `dst` is fresh, contiguous, of the
+        // same length, and nobody else sees it yet.
+        unsafe { scan_rows_f32_acc(op.scan(), read::<f32>(src), write::<f32>(dst), n) };
+        return Ok(());
+    }
+    crate::dispatch!(src.dtype(), T => {
+        // SAFETY: as above.
+        unsafe { scan_rows::<T>(op.scan(), read::<T>(src), write::<T>(dst), n) }
+    });
+    Ok(())
+}
+
 /// Scans `x` (already of the result dtype) along wrapped `dim` into a fresh row-major tensor.
 fn run(op: ScanOp, x: &Tensor, dim: usize) -> Result<Tensor> {
     if x.ndim() == 0 {
@@ -77,19 +113,9 @@ fn run(op: ScanOp, x: &Tensor, dim: usize) -> Result<Tensor> {
     if x.dtype() == DType::Bool || (op == ScanOp::Logcumsumexp && !x.dtype().is_floating()) {
         return Err(not_implemented(op, x.dtype()));
     }
-    if x.dtype().is_narrow() {
-        // accumulated in the opmath dtype, each output rounded once (torch's acc_type)
-        let wide = run(op, &crate::ops::copy::to_dtype_raw(x, x.dtype().opmath())?, dim)?;
-        return crate::ops::copy::to_dtype_raw(&wide, x.dtype());
-    }
     let rows = rows_of(x, dim)?;
-    let out = Tensor::empty(rows.shape(), x.dtype())?;
-    let n = x.shape()[dim];
-    crate::dispatch!(x.dtype(), T => {
-        // SAFETY: `rows` is contiguous and only read here; `out` is fresh, contiguous, of the
-        // same length, and nobody else sees it yet.
-        unsafe { scan_rows::<T>(op.scan(), read::<T>(&rows), write::<T>(&out), n) }
-    });
+    let out = Tensor::empty_on(rows.shape(), x.dtype(), x.device())?;
+    crate::device::backend_for(&[&rows])?.scan(op, &out, &rows, acc_dtype(x.dtype()))?;
     from_rows(&out, x.ndim(), dim)
 }
 
@@ -98,7 +124,7 @@ pub fn cum_raw(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result
     let d = wrap_dim(dim, x.ndim())?;
     let out_dtype = result_dtype(x, dtype);
     if x.numel() == 0 {
-        return Tensor::zeros(x.shape(), out_dtype);
+        return Tensor::zeros_on(x.shape(), out_dtype, x.device());
     }
     run(op, &cast_input(x, out_dtype)?, d)
 }
@@ -110,7 +136,7 @@ pub fn logcumsumexp_raw(x: &Tensor, dim: i64) -> Result<Tensor> {
         return Err(not_implemented(ScanOp::Logcumsumexp, x.dtype()));
     }
     if x.numel() == 0 {
-        return Tensor::zeros(x.shape(), x.dtype());
+        return Tensor::zeros_on(x.shape(), x.dtype(), x.device());
     }
     run(ScanOp::Logcumsumexp, x, d)
 }
@@ -127,7 +153,7 @@ pub fn cum_inplace_raw(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -
         )));
     }
     crate::ops::write::check_no_internal_overlap(x)?;
-    let result = if x.numel() == 0 { Tensor::zeros(x.shape(), x.dtype())? } else { run(op, x, d)? };
+    let result = if x.numel() == 0 { Tensor::zeros_on(x.shape(), x.dtype(), x.device())? } else { run(op, x, d)? };
     copy_inplace_raw(x, &result)
 }
 
@@ -166,7 +192,7 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor) -> Resu
     let (n, d) = (x.shape()[dim] as i64, dim as i64);
     let mut ones_shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
     ones_shape[dim] = 1;
-    let ones = views::expand_raw(&Tensor::full(&[1], Scalar::Float(1.0), g.dtype())?, &ones_shape)?;
+    let ones = views::expand_raw(&Tensor::full_on(&[1], Scalar::Float(1.0), g.dtype(), g.device())?, &ones_shape)?;
     let mut slices = Vec::with_capacity(n as usize);
     for k in 0..n {
         let omitted = if k == 0 {
@@ -207,7 +233,7 @@ fn cumprod_backward_masked(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor, 
     // the first zero of each slice: where the count of zeros seen turns 1
     let span = binary_raw(BinaryOp::Eq, &ta(&zeros_seen), &int(1), None)?;
     let (_, first) = crate::ops::reduce::max_dim_raw(&span, d, true, true)?;
-    let positions = positions_along(x.shape(), dim)?;
+    let positions = crate::ops::copy::to_device_raw(&positions_along(x.shape(), dim)?, x.device())?;
     let first_zero = binary_raw(
         BinaryOp::LogicalAnd,
         &ta(&binary_raw(BinaryOp::Eq, &ta(&positions), &ta(&first), None)?),

@@ -4,16 +4,17 @@
 //!
 //! Checks come in torch's order (dim, empty reduction dim, k, dtype). Which index a tie returns
 //! is torch's (see `kernels::sort`). Outputs are row-major, except sort's, which keep the
-//! input's dense strides as torch's do. The loops are `kernels::sort` (one call per op, in
-//! `run_*` below).
+//! input's dense strides as torch's do. The element work crosses the device seam as one
+//! `Backend::sort` call with a `SortOp` (in `run_rows`); the CPU's loops are `kernels::sort`
+//! (`cpu_kernel` below), the GPU's `sort.cu` beside this file.
 
 use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
-use crate::kernels::sort::{kthvalue_rows, median_all, median_rows, sort_rows, topk_rows, SortMethod};
+use crate::kernels::sort::{kthvalue_rows, median_all_rows, median_rows, sort_rows, topk_rows, SortMethod};
 use crate::ops::binary::BinaryOp;
-use crate::ops::copy::{contiguous_copy, contiguous_raw, copy_kernel, empty_strided, preserved_layout, to_dtype_raw};
+use crate::ops::copy::{contiguous_copy, contiguous_raw, copy_kernel, empty_strided, preserved_layout, to_device_raw, to_dtype_raw};
 use crate::ops::lanes::{from_rows, read, rows_of, rows_shape, write};
 use crate::ops::reduce::{py_bool, py_ints, sum_raw};
 use crate::ops::views;
@@ -51,7 +52,7 @@ fn not_for_bool(kernel: &str) -> Error {
 
 /// A 0-d input: the value itself and index 0.
 fn scalar_pick(x: &Tensor) -> Result<(Tensor, Tensor)> {
-    Ok((contiguous_copy(x, x.dtype())?, Tensor::zeros(&[], DType::Int64)?))
+    Ok((contiguous_copy(x, x.dtype())?, Tensor::zeros_on(&[], DType::Int64, x.device())?))
 }
 
 /// `t` in a fresh tensor with `layout` (the layout of a new tensor like the input).
@@ -64,22 +65,67 @@ fn laid_out(t: Tensor, layout: &crate::layout::Layout) -> Result<Tensor> {
     Ok(out)
 }
 
-/// Runs one selecting kernel over the rows of `x` along `dim`: `width` results per row.
-fn run_rows(
-    x: &Tensor,
-    dim: usize,
-    width: usize,
-    kernel: impl Fn(&Tensor, &Tensor, &Tensor, usize),
-) -> Result<(Tensor, Tensor)> {
-    if x.dtype().is_narrow() {
-        // a narrow dtype selects in its opmath dtype (exact: every value widens exactly)
-        let (v, i) = run_rows(&crate::ops::copy::to_dtype_raw(x, x.dtype().opmath())?, dim, width, kernel)?;
-        return Ok((crate::ops::copy::to_dtype_raw(&v, x.dtype())?, i));
+/// What one `Backend::sort` call computes for every row of a contiguous `[rows, n]` operand
+/// (`n >= 1`), into fresh contiguous `[rows, width]` values (the operand's dtype) and int64
+/// indices (positions in the row). Ties and NaN placement are the CPU's (`kernels::sort`), on
+/// every device: NaN ranks above every number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOp {
+    /// The whole row in order (`width = n`); `stable` keeps equal values in index order, else
+    /// ties come out as libstdc++'s `std::sort` leaves them (torch's CPU `stable=False`).
+    Sort { descending: bool, stable: bool },
+    /// The `k` largest (or smallest) as torch's CPU topk finds them (`width = k`, `1 <= k <= n`).
+    Topk { k: usize, largest: bool, sorted: bool },
+    /// The `k`-th smallest (1-based) as ATen's quickselect picks it (`width = 1`).
+    Kthvalue { k: usize },
+    /// The lower median, ties by index, or the first NaN of a row that has one (`width = 1`).
+    Median,
+    /// `median()`'s pick (`width = 1`): the first NaN, else the element libstdc++'s
+    /// `nth_element` leaves at `(n - 1) / 2` (it decides between -0.0 and 0.0, as in torch).
+    MedianAll,
+}
+
+impl SortOp {
+    /// torch's op name (for the NotImplementedError of a device without the kernel).
+    pub fn name(self) -> &'static str {
+        match self {
+            SortOp::Sort { stable: true, .. } => "sort.stable",
+            SortOp::Sort { .. } => "sort",
+            SortOp::Topk { .. } => "topk",
+            SortOp::Kthvalue { .. } => "kthvalue",
+            SortOp::Median | SortOp::MedianAll => "median",
+        }
     }
+}
+
+/// The CPU backend's `sort`: `kernels::sort` on the rows (`src`, `values` and `indices` are
+/// contiguous CPU tensors of a wide dtype, as `Backend::sort` promises).
+pub fn cpu_kernel(op: SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+    let n = src.shape().last().copied().unwrap_or(1);
+    crate::dispatch!(src.dtype(), T => {
+        // SAFETY: `src` is contiguous and only read; `values` and `indices` are fresh and
+        // contiguous, `width` elements per row of `src`, and nobody else sees them yet.
+        let (x, v, i) = unsafe { (read::<T>(src), write::<T>(values), write::<i64>(indices)) };
+        match op {
+            SortOp::Sort { descending, stable } => {
+                let method = if stable { SortMethod::Stable } else { SortMethod::Introsort };
+                sort_rows::<T>(x, n, descending, method, v, i)
+            }
+            SortOp::Topk { k, largest, sorted } => topk_rows::<T>(x, n, k, largest, sorted, v, i),
+            SortOp::Kthvalue { k } => kthvalue_rows::<T>(x, n, k, v, i),
+            SortOp::Median => median_rows::<T>(x, n, v, i),
+            SortOp::MedianAll => median_all_rows::<T>(x, n, v, i),
+        }
+    });
+    Ok(())
+}
+
+/// Runs `op` over the rows of `x` along `dim` on x's device: `width` results per row.
+fn run_rows(x: &Tensor, dim: usize, width: usize, op: SortOp) -> Result<(Tensor, Tensor)> {
     let rows = rows_of(x, dim)?;
     let shape = rows_shape(x.shape(), dim, width);
-    let (v, i) = (Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?);
-    kernel(&rows, &v, &i, size_along(x, dim));
+    let (v, i) = (Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?);
+    crate::device::backend_for(&[&rows])?.sort(op, &v, &i, &rows)?;
     Ok((from_rows(&v, x.ndim(), dim)?, from_rows(&i, x.ndim(), dim)?))
 }
 
@@ -96,15 +142,8 @@ pub fn sort_raw(x: &Tensor, dim: i64, descending: bool, stable: bool) -> Result<
         return Ok((empty_strided(&layout, x.dtype(), x.device())?, empty_strided(&layout, DType::Int64, x.device())?));
     }
     let radix = x.ndim() == 1 && x.numel() >= RADIX_MIN && x.dtype().is_integral(false) && !descending;
-    let method = if stable || radix { SortMethod::Stable } else { SortMethod::Introsort };
     let n = x.shape()[d];
-    let (v, i) = run_rows(x, d, n, |rows, v, i, n| {
-        crate::dispatch!(rows.dtype(), T => {
-            // SAFETY: `rows` is contiguous and only read; `v` and `i` are fresh and contiguous,
-            // with as many elements as `rows`, and nobody else sees them yet.
-            unsafe { sort_rows::<T>(read::<T>(rows), n, descending, method, write::<T>(v), write::<i64>(i)) }
-        })
-    })?;
+    let (v, i) = run_rows(x, d, n, SortOp::Sort { descending, stable: stable || radix })?;
     Ok((laid_out(v, &layout)?, laid_out(i, &layout)?))
 }
 
@@ -168,14 +207,9 @@ pub fn topk_raw(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Re
     let mut shape = x.shape().to_vec();
     shape[d] = k;
     if k == 0 || x.numel() == 0 {
-        return Ok((Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?));
+        return Ok((Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?));
     }
-    run_rows(x, d, k, |rows, v, i, n| {
-        crate::dispatch!(rows.dtype(), T => {
-            // SAFETY: as in `sort_raw`; `v` and `i` hold k elements per row of `rows`.
-            unsafe { topk_rows::<T>(read::<T>(rows), n, k, largest, sorted, write::<T>(v), write::<i64>(i)) }
-        })
-    })
+    run_rows(x, d, k, SortOp::Topk { k, largest, sorted })
 }
 
 /// Differentiable `topk` (TopkBackward0).
@@ -201,12 +235,7 @@ pub fn kthvalue_raw(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tens
     if x.dtype() == DType::Bool {
         return Err(not_for_bool("kthvalue_cpu"));
     }
-    select_along(x, d, keepdim, |rows, v, i, n| {
-        crate::dispatch!(rows.dtype(), T => {
-            // SAFETY: as in `sort_raw`; `v` and `i` hold one element per row of `rows`.
-            unsafe { kthvalue_rows::<T>(read::<T>(rows), n, k as usize, write::<T>(v), write::<i64>(i)) }
-        })
-    })
+    select_along(x, d, keepdim, SortOp::Kthvalue { k: k as usize })
 }
 
 /// `median(dim, keepdim)` without autograd: the lower median and its index.
@@ -216,24 +245,19 @@ pub fn median_dim_raw(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Te
     if x.dtype() == DType::Bool {
         return Err(not_for_bool("median_out"));
     }
-    select_along(x, d, keepdim, |rows, v, i, n| {
-        crate::dispatch!(rows.dtype(), T => {
-            // SAFETY: as in `kthvalue_raw`.
-            unsafe { median_rows::<T>(read::<T>(rows), n, write::<T>(v), write::<i64>(i)) }
-        })
-    })
+    select_along(x, d, keepdim, SortOp::Median)
 }
 
 /// One value per row along `dim`, shaped as a reduction (keepdim or not).
-fn select_along(x: &Tensor, d: usize, keepdim: bool, kernel: impl Fn(&Tensor, &Tensor, &Tensor, usize)) -> Result<(Tensor, Tensor)> {
+fn select_along(x: &Tensor, d: usize, keepdim: bool, op: SortOp) -> Result<(Tensor, Tensor)> {
     if x.ndim() == 0 {
         return scalar_pick(x);
     }
     let shape = reduced(x.shape(), d, keepdim);
     if x.numel() == 0 {
-        return Ok((Tensor::empty(&shape, x.dtype())?, Tensor::empty(&shape, DType::Int64)?));
+        return Ok((Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?));
     }
-    let (v, i) = run_rows(x, d, 1, kernel)?;
+    let (v, i) = run_rows(x, d, 1, op)?;
     let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
     Ok((views::reshape_raw(&v, &target)?.fresh_handle(), views::reshape_raw(&i, &target)?.fresh_handle()))
 }
@@ -263,17 +287,16 @@ pub fn median_dim(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor
 /// `median()` without autograd: a 0-d lower median (NaN, cast to the dtype, when empty).
 pub fn median_raw(x: &Tensor) -> Result<Tensor> {
     if x.numel() == 0 {
-        return to_dtype_raw(&Tensor::scalar(Scalar::Float(f64::NAN), DType::Float64)?, x.dtype());
+        let nan = to_dtype_raw(&Tensor::scalar(Scalar::Float(f64::NAN), DType::Float64)?, x.dtype())?;
+        return to_device_raw(&nan, x.device());
     }
     if x.dtype() == DType::Bool {
         return Err(not_for_bool("median_cpu"));
     }
-    let flat = contiguous_raw(x)?;
-    crate::dispatch!(x.dtype(), T => {
-        // SAFETY: `flat` is contiguous and only read while the slice lives.
-        let m = unsafe { median_all::<T>(read::<T>(&flat)) };
-        Tensor::from_vec(vec![m.expect("not empty")], &[])
-    })
+    // one row of every element: its lower median (the first NaN, if any)
+    let flat = views::reshape_raw(&contiguous_raw(x)?, &[1, x.numel() as i64])?;
+    let (v, _) = run_rows(&flat, 1, 1, SortOp::MedianAll)?;
+    Ok(views::reshape_raw(&v, &[])?.fresh_handle())
 }
 
 /// Differentiable `median()` (MedianBackward0: the gradient is shared by the elements equal to

@@ -217,16 +217,29 @@ pub fn median_rows<T: Element>(xs: &[T], n: usize, values: &mut [T], indices: &m
 
 /// The lower median of all of `xs` (NaN if any element is NaN): `median()` without a dim.
 pub fn median_all<T: Element>(xs: &[T]) -> Option<T> {
-    if let Some(&nan) = xs.iter().find(|&&a| is_nan(a)) {
-        return Some(nan);
-    }
     if xs.is_empty() {
         return None;
     }
-    let mut v = xs.to_vec();
-    let mid = (v.len() - 1) / 2;
-    v.select_nth_unstable_by(mid, |a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
-    Some(v[mid])
+    let (mut v, mut i) = (vec![xs[0]], vec![0i64]);
+    median_all_rows(xs, xs.len(), &mut v, &mut i);
+    Some(v[0])
+}
+
+/// `median()`'s pick in every row, as torch's `median_impl` makes it: the first NaN of a row
+/// that has one, else the element `std::nth_element` (value order only) leaves at `(n - 1) / 2`,
+/// which decides whether -0.0 or 0.0 is returned. `indices` get that element's position.
+pub fn median_all_rows<T: Element>(xs: &[T], n: usize, values: &mut [T], indices: &mut [i64]) {
+    assert!(n >= 1 && values.len() == indices.len() && xs.len() == values.len() * n, "median: bad sizes");
+    let outs: Vec<(&mut T, &mut i64)> = values.iter_mut().zip(indices.iter_mut()).collect();
+    for_rows(xs, n, outs, |x, (v, ix)| {
+        if let Some(first_nan) = x.iter().position(|&a| is_nan(a)) {
+            (*v, *ix) = (x[first_nan], first_nan as i64);
+            return;
+        }
+        let mut pairs: Vec<(T, i64)> = x.iter().enumerate().map(|(j, &a)| (a, j as i64)).collect();
+        libstdcxx::nth_element(&mut pairs, (n - 1) / 2, &|a: &(T, i64), b: &(T, i64)| a.0 < b.0);
+        (*v, *ix) = pairs[(n - 1) / 2];
+    });
 }
 
 #[cfg(test)]
@@ -287,5 +300,9 @@ mod tests {
         assert!(v[0].is_nan() && i[0] == 1);
         assert_eq!(median_all(&[4i64, 1, 3, 2]), Some(2));
         assert_eq!(median_all::<f32>(&[]), None);
+        // torch 2.13: tensor([0., -0., 0., -0., 0.]).median() is -0. and
+        // tensor([-0., 0., -0., 0.]).median() is 0. (nth_element's pick among equal values)
+        assert!(median_all(&[0.0f64, -0.0, 0.0, -0.0, 0.0]).unwrap().is_sign_negative());
+        assert!(median_all(&[-0.0f64, 0.0, -0.0, 0.0]).unwrap().is_sign_positive());
     }
 }

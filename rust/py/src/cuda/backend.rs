@@ -436,4 +436,12 @@ impl Backend for Cuda {
     fn optim_step(&self, rule: minigrad_core::ops::optim::Rule, slots: &[minigrad_core::ops::optim::Slot]) -> Result<()> {
         self.optim_step_impl(rule, slots)
     }
+
+    fn sort(&self, op: minigrad_core::device::SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {
+        self.sort_impl(op, values, indices, src)
+    }
+
+    fn scan(&self, op: minigrad_core::device::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
+        self.scan_impl(op, dst, src, acc)
+    }
 }

@@ -13,6 +13,7 @@ mod norm;
 mod optim;
 mod random;
 mod reduce;
+mod sortscan;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};
