@@ -24,7 +24,7 @@ pub enum Scan {
 /// torch's `_log_add_exp_helper`: NaN in the running value wins, then a NaN input; two equal
 /// infinities give that infinity (`-inf + -inf` stays `-inf` instead of becoming NaN).
 #[inline]
-fn log_add_exp(x: f64, acc: f64) -> f64 {
+fn log_add_exp<F: num_traits::Float>(x: F, acc: F) -> F {
     let (lo, hi) = if acc.is_nan() {
         (acc, acc)
     } else if x.is_nan() {
@@ -90,23 +90,6 @@ pub fn scan_rows<T: Element>(op: Scan, xs: &[T], ys: &mut [T], n: usize) {
     }
 }
 
-/// `log_add_exp` in float32: torch's helper instantiated for `acc_type<Half>` = float.
-#[inline]
-fn log_add_exp_f32(x: f32, acc: f32) -> f32 {
-    let (lo, hi) = if acc.is_nan() {
-        (acc, acc)
-    } else if x.is_nan() {
-        (x, x)
-    } else {
-        (x.min(acc), x.max(acc))
-    };
-    if lo != hi || lo.is_finite() {
-        (lo - hi).exp().ln_1p() + hi
-    } else {
-        x
-    }
-}
-
 /// `scan_rows` for float32 rows that hold float16/bfloat16 values, accumulated in float32:
 /// torch's CPU scans of the half types run in `acc_type<Half>` = float (not double), so the
 /// widened rows must not accumulate in f64, or a long cumsum rounds differently.
@@ -125,7 +108,7 @@ pub fn scan_rows_f32_acc(op: Scan, xs: &[f32], ys: &mut [f32], n: usize) {
             acc = match op {
                 Scan::Sum => acc + x,
                 Scan::Prod => acc * x,
-                Scan::LogSumExp => log_add_exp_f32(x, acc),
+                Scan::LogSumExp => log_add_exp(x, acc),
             };
             *y = acc;
         }
