@@ -117,19 +117,21 @@ def test_same_model_trained_in_two_threads_twice_is_deterministic():
 
 @pytest.mark.parametrize("kernel", ["matmul", "conv2d", "exp", "sum", "backward"])
 def test_long_kernels_release_the_gil(kernel):
-    """While one thread is inside one long kernel call, the main thread keeps running Python.
-    With the GIL held, the main thread could not run a single bytecode until the call returned."""
+    """While one thread is inside long kernel calls, the main thread keeps running Python.
+    With the GIL held, the main thread could run only when the interpreter forces a switch
+    (every 5 ms) or between calls. Each workload lasts 20+ ms here, repeated so that a faster
+    kernel does not shrink the window below what two busy cores let the main thread use."""
     a = mg.randn(700, 700)
     img, w = mg.randn(8, 16, 64, 64), mg.randn(32, 16, 3, 3)
     big = mg.randn(6_000_000)
     leaf = mg.randn(3_000_000, requires_grad=True)
     loss = (leaf.exp() * leaf).sum()
     calls = {
-        "matmul": lambda: [a @ a for _ in range(3)],
-        "conv2d": lambda: F.conv2d(img, w, padding=1),
-        "exp": lambda: [big.exp() for _ in range(3)],
-        "sum": lambda: [big.sum() for _ in range(10)],
-        "backward": lambda: loss.backward(),
+        "matmul": lambda: [a @ a for _ in range(6)],
+        "conv2d": lambda: [F.conv2d(img, w, padding=1) for _ in range(12)],
+        "exp": lambda: [big.exp() for _ in range(12)],
+        "sum": lambda: [big.sum() for _ in range(60)],
+        "backward": lambda: [loss.backward(retain_graph=True) for _ in range(5)],
     }
     started, done = threading.Event(), threading.Event()
 
