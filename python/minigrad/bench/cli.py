@@ -9,6 +9,7 @@ import time
 from . import machine, peers as peer_mod, plot, report
 from .progress import bar
 from .runner import Context, collect, run_case
+from .timing import PAUSE_S
 from .suites import SUITES, Skip
 
 MODES = {  # interleaved rounds per case, seconds per timed sample, seconds a case may take per library
@@ -48,6 +49,9 @@ def build_parser():
                    help="interleaved rounds per case, exactly (default: 5 quick, 21 full, down to 3 for a case whose calls are slow)")
     p.add_argument("--min-time", type=_positive(float), default=None, metavar="SECONDS",
                    help="length of one timed sample (default: 0.004 quick, 0.03 full)")
+    p.add_argument("--pause", type=float, default=None, metavar="SECONDS",
+                   help=f"idle time before each timed sample, the same for every library, so a thread pool "
+                        f"still spinning after one library's sample does not run into the next (default: {PAUSE_S}; 0: none)")
     p.add_argument("--max-size", type=_positive(int), default=None, metavar="NUMEL",
                    help="leave out cases with more elements than this")
     p.add_argument("--list", action="store_true", help="list the suites and exit")
@@ -111,6 +115,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
     if args.repeat:  # asked for exactly this many rounds
         rounds, budget_s = args.repeat, None
     sample_s = args.min_time or sample_s
+    pause_s = PAUSE_S if args.pause is None else max(0.0, args.pause)
     say(f"minigrad bench ({'quick' if args.quick else 'full'}): suites {', '.join(args.suites)}; "
         f"comparing with {', '.join(peers) or 'nothing'}; {threads} thread(s)")
     copy_gbps = machine.copy_bandwidth_gbps(nbytes=(16 << 20) if args.quick else (64 << 20))
@@ -120,7 +125,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
     with bar(len(cases), enabled=not args.no_progress) as advance:
         for suite, case in cases:
             try:
-                results.append(run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s))
+                results.append(run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s, pause_s))
             except Skip as e:
                 skipped.append({"suite": suite, "case": case.name, "reason": str(e)})
             except Exception as e:  # one broken case must not lose the rest of the run
@@ -136,7 +141,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
         "machine": {**machine.describe(peers, thread_report), "copy_bandwidth_gbps": copy_gbps,
                     "load_average_at_start": load},
         "config": {"suites": args.suites, "quick": args.quick, "threads": threads, "rounds": rounds,
-                   "sample_s": sample_s, "case_budget_s": budget_s, "max_size": args.max_size, "compare": args.peers,
+                   "sample_s": sample_s, "pause_s": pause_s, "case_budget_s": budget_s, "max_size": args.max_size, "compare": args.peers,
                    "libraries": ctx.libs},
         "results": results, "skipped": skipped, "errors": errors,
     }

@@ -31,7 +31,7 @@ def collect(ctx, suite_names, say):
     return cases, skipped
 
 
-def run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s=None):
+def run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s=None, pause_s=0.0):
     """One result record (see `report.SCHEMA`), or raises Skip."""
     fns = case.build(ctx)
     record = {"suite": suite, "case": case.name, "kind": case.kind, "params": case.params}
@@ -39,7 +39,7 @@ def run_case(ctx, suite, case, rounds, sample_s, copy_gbps, budget_s=None):
         record["metrics"] = {lib: fn() for lib, fn in fns.items()}
         record["ratios"] = _ratios(record["metrics"], "peak_bytes")
         return record
-    metrics = compare(fns, rounds=rounds, sample_s=sample_s, budget_s=budget_s, timer=case.timer)
+    metrics = compare(fns, rounds=rounds, sample_s=sample_s, budget_s=budget_s, timer=case.timer, pause_s=pause_s)
     record["bytes_per_call"], record["flops_per_call"] = case.bytes, case.flops
     if case.copy_gbps:
         copy_gbps = record["copy_bandwidth_gbps"] = case.copy_gbps

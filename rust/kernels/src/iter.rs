@@ -5,7 +5,7 @@
 //! contiguous in every operand. Kernels then see runs: a start offset per operand, a length,
 //! and one stride per operand. A fully contiguous op becomes a single run of stride 1.
 
-use super::parallel::{elementwise_split, for_chunks, for_chunks_of, PAR_MIN_ELEMS};
+use super::parallel::{for_split, split_threshold};
 
 #[derive(Debug, Clone)]
 pub struct Plan<const N: usize> {
@@ -117,16 +117,13 @@ impl<const N: usize> Plan<N> {
 
     /// Runs `f` over every run, in parallel chunks when the op is large.
     pub fn for_each_run(&self, f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
-        let n = self.numel();
-        let min_par = if self.serial { usize::MAX } else { PAR_MIN_ELEMS };
-        for_chunks(n, min_par, |s, e| self.runs(s, e, &f));
+        self.for_each_run_cost(1, f)
     }
 
     /// `for_each_run` for an op whose element costs `cost` copies (see `elementwise_split`).
     pub fn for_each_run_cost(&self, cost: usize, f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
-        let (min_par, grain) = elementwise_split(cost);
-        let min_par = if self.serial { usize::MAX } else { min_par };
-        for_chunks_of(self.numel(), min_par, grain, |s, e| self.runs(s, e, &f));
+        let min_par = if self.serial { usize::MAX } else { split_threshold(cost) };
+        for_split(self.numel(), min_par, |s, e| self.runs(s, e, &f));
     }
 }
 

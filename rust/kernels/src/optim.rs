@@ -9,7 +9,7 @@
 //! IEEE's (correctly rounded); torch's CPU `sqrt` is MKL's vectorised one, off by an ulp for about
 //! one element in five (docs/optim.md).
 
-use crate::parallel::{elementwise_split, for_chunks_of, SendPtr};
+use crate::parallel::{for_split, split_threshold, SendPtr};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// SGD's hyper-parameters (torch.optim.SGD's names).
@@ -103,8 +103,7 @@ const COST: usize = 8;
 /// `mul_add` is one FMA instruction), in parallel chunks when `n` is large. Each element is
 /// computed alone, so the split never changes a result.
 fn chunks(n: usize, f: impl Fn(usize, usize) + Sync + Send) {
-    let (min_par, grain) = elementwise_split(COST);
-    for_chunks_of(n, min_par, grain, |a, b| crate::simd::run(|| f(a, b)));
+    for_split(n, split_threshold(COST), |a, b| crate::simd::run(|| f(a, b)));
 }
 
 /// One SGD step of `n` elements: `p` updated in place from `g`; `buf` (with momentum) is the

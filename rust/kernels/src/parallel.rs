@@ -10,6 +10,13 @@ pub const PAR_MIN_ELEMS: usize = 1 << 17;
 /// combine the same partial sums in the same order on every machine: results are deterministic.
 pub const GRAIN: usize = 1 << 15;
 
+/// Threshold of `for_split` for a copy-like op (TEMP: env for tuning).
+pub static PAR_SPLIT_MIN_ENV: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+#[allow(non_snake_case)]
+fn PAR_SPLIT_MIN_get() -> usize {
+    *PAR_SPLIT_MIN_ENV.get_or_init(|| std::env::var("MG_SPLIT_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 16))
+}
+
 /// Smallest chunk an elementwise op is split into, however costly its elements.
 const MIN_GRAIN: usize = 2048;
 
@@ -19,6 +26,52 @@ const MIN_GRAIN: usize = 2048;
 pub fn elementwise_split(cost: usize) -> (usize, usize) {
     let cost = cost.max(1);
     ((PAR_MIN_ELEMS / cost).max(MIN_GRAIN), (GRAIN / cost).max(MIN_GRAIN))
+}
+
+/// Element count from which an elementwise op whose element costs `cost` copies goes parallel
+/// through [`for_split`] (see `PAR_SPLIT_MIN`).
+pub fn split_threshold(cost: usize) -> usize {
+    (PAR_SPLIT_MIN_get() / cost.max(1)).max(MIN_GRAIN)
+}
+
+/// Split boundaries fall on multiples of this many elements: 64 elements are a whole number of
+/// 64-byte cache lines for every dtype, so two threads never write into one line.
+const SPLIT_ALIGN: usize = 64;
+
+/// Runs `f(start, end)` over `[0, n)` for an elementwise op, whose results do not depend on the
+/// split: a few large contiguous pieces per thread, claimed in order from a shared counter, with
+/// the calling thread working too (`in_place_scope`) while `threads - 1` pool workers are woken
+/// for the rest. A worker that wakes late finds less (or nothing) left, so a descheduled thread
+/// costs at most its pieces, not the call. Reductions keep `for_chunks` (fixed chunks, fixed
+/// combination order).
+pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = rayon::current_num_threads();
+    if n < min_par.max(2 * SPLIT_ALIGN) || threads <= 1 {
+        f(0, n);
+        return;
+    }
+    let per = n.div_ceil(threads * pieces_per_thread()).next_multiple_of(SPLIT_ALIGN);
+    let pieces = n.div_ceil(per);
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let p = next.fetch_add(1, Ordering::Relaxed);
+        if p >= pieces {
+            break;
+        }
+        f(p * per, ((p + 1) * per).min(n));
+    };
+    rayon::in_place_scope(|s| {
+        for _ in 1..threads.min(pieces) {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+}
+
+fn pieces_per_thread() -> usize {
+    static P: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *P.get_or_init(|| std::env::var("MG_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(2))
 }
 
 /// A raw pointer that may cross into rayon tasks.
@@ -54,4 +107,55 @@ pub fn for_chunks_of(n: usize, min_par: usize, grain: usize, f: impl Fn(usize, u
         let start = c * grain;
         f(start, (start + grain).min(n));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The pieces `for_split` hands out, sorted, in a pool of `threads`.
+    fn pieces(threads: usize, n: usize, min_par: usize) -> Vec<(usize, usize)> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let seen = Mutex::new(vec![]);
+        pool.install(|| for_split(n, min_par, |s, e| seen.lock().unwrap().push((s, e))));
+        let mut v = seen.into_inner().unwrap();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn split_covers_every_index_once_on_aligned_boundaries() {
+        for threads in [1, 2, 3, 4] {
+            for n in [0, 1, 127, 128, 129, 1000, 4096, 100_003, 1 << 20] {
+                let v = pieces(threads, n, 0);
+                let mut at = 0;
+                for &(s, e) in &v {
+                    assert_eq!(s, at, "threads {threads} n {n}: {v:?}");
+                    assert!(e > s || n == 0);
+                    assert!(s % SPLIT_ALIGN == 0);
+                    at = e;
+                }
+                assert_eq!(at, n, "threads {threads} n {n}: {v:?}");
+                if threads == 1 || n < 2 * SPLIT_ALIGN {
+                    assert_eq!(v.len(), 1, "one piece, on the calling thread");
+                } else {
+                    assert!(v.len() >= threads.min(n / SPLIT_ALIGN).min(2), "threads {threads} n {n}: {v:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_below_threshold_is_one_call() {
+        assert_eq!(pieces(4, 1000, 1001), vec![(0, 1000)]);
+        assert!(pieces(4, 1001, 1001).len() > 1);
+    }
+
+    #[test]
+    fn costlier_ops_split_earlier_but_not_below_the_floor() {
+        assert!(split_threshold(10) < split_threshold(1));
+        assert_eq!(split_threshold(1_000_000), MIN_GRAIN);
+        assert_eq!(split_threshold(0), split_threshold(1));
+    }
 }
