@@ -274,6 +274,37 @@ def test_a_slow_case_gets_fewer_rounds_within_its_budget():
     assert len(fast["a"]["samples_s"]) == 4  # never more than asked
 
 
+def test_every_sample_of_every_library_follows_the_same_pause(monkeypatch):
+    """The pause that lets a spinning thread pool go idle is symmetric: one sleep of `pause_s`
+    before each sample and each calibration, whichever library comes next; none for one library."""
+    from minigrad.bench import timing
+
+    events = []
+    monkeypatch.setattr(timing.time, "sleep", lambda s: events.append(("pause", s)))
+
+    def timer(fn, loops):
+        events.append(("sample", fn()))
+        return 1e-3
+
+    timing.compare({"a": lambda: "a", "b": lambda: "b"}, rounds=4, sample_s=1e-3, warmup=0, timer=timer,
+                   pause_s=0.25)
+    samples = [i for i, e in enumerate(events) if e[0] == "sample"]
+    after_pause = [events[i][1] for i in samples if i > 0 and events[i - 1] == ("pause", 0.25)]
+    assert after_pause.count("a") == after_pause.count("b") == 4 + 1  # 4 rounds and the calibration
+    assert all(e == ("pause", 0.25) for e in events if e[0] == "pause")
+    events.clear()
+    timing.compare({"a": lambda: "a"}, rounds=4, sample_s=1e-3, warmup=0, timer=timer, pause_s=0.25)
+    assert not [e for e in events if e[0] == "pause"]
+
+
+def test_pause_option_reaches_the_json(tmp_path):
+    out = tmp_path / "run.json"
+    assert bench("overhead", *TINY, "--compare", "numpy", "--pause", "0.001", "--json", str(out)) == 0
+    import json
+
+    assert json.loads(out.read_text())["config"]["pause_s"] == 0.001
+
+
 def test_a_case_timer_replaces_the_host_clock_and_its_bandwidth_the_hosts():
     """The GPU suite's cases time with CUDA events and compare with the device's copy bandwidth:
     a case's `timer` and `copy_gbps` reach every sample and the GB/s fraction."""
