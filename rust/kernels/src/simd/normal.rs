@@ -34,17 +34,10 @@ const A_MAX: f32 = 15.0;
 const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
 
 /// R(a) = Phi(-a) e^{a^2/2}: each lane picks its piece's coefficients (selects, not
-/// branches), then one Horner pass; a vector wholly inside the first piece skips the selects.
+/// branches), then one Horner pass.
 #[inline(always)]
 fn mills<S: Simd>(a: F32s<S>) -> F32s<S> {
-    let first = a.lt_c(SPLIT[0]);
-    if first.all() {
-        // Every lane in the first piece (most vectors of typical activations): the same
-        // operations on the same coefficients as below, without the 24 selects, so the
-        // results are bit-identical.
-        return super::math::horner(a - CENTRE[0], &R_COEF[0]);
-    }
-    let second = a.lt_c(SPLIT[1]);
+    let (first, second) = (a.lt_c(SPLIT[0]), a.lt_c(SPLIT[1]));
     let pick = |c: [f32; 3]| F32s::select(first, a.k(c[0]), F32s::select(second, a.k(c[1]), a.k(c[2])));
     let v = a - pick(CENTRE);
     let mut p = pick([R_COEF[0][0], R_COEF[1][0], R_COEF[2][0]]);
