@@ -1,7 +1,8 @@
 //! Elementwise kernels over strided operands: map (1 input), zip (2), zip3 (3).
 //!
 //! Contiguous runs are processed through slices so LLVM vectorises them; strided runs use
-//! pointer arithmetic. The `_inplace` variants read and write the same elements.
+//! pointer arithmetic. Each kernel tells the split its cost in memory streams (relu_ in place
+//! is 1, an out-of-place binary op 3: `parallel::split_threshold`). The `_inplace` variants read and write the same elements.
 //!
 //! # Safety (shared by every function here)
 //! Each `Arg` must describe `shape` elements inside its storage. The destination must not overlap
@@ -111,7 +112,7 @@ fn wide<B: Body<Output = ()>>(len: usize, body: B) {
 pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg<S>, f: impl Fn(S) -> D + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, src.strides], [dst.offset, src.offset]);
     let (d, s) = (SendPtr(dst.base), SendPtr(src.base));
-    plan.for_each_run(|o, len, st| {
+    plan.for_each_run_cost(2, |o, len, st| {
         let (d, s) = (d.get().offset(o[0]), s.get().offset(o[1]) as *const S);
         if st == [1, 1] {
             // SAFETY: contiguous runs inside their storages; dst does not overlap src (contract).
@@ -128,7 +129,7 @@ pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg
 pub unsafe fn map_inplace<T: Element>(shape: &[usize], dst: Arg<T>, f: impl Fn(T) -> T + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides], [dst.offset]);
     let d = SendPtr(dst.base);
-    plan.for_each_run(|o, len, st| {
+    plan.for_each_run_cost(1, |o, len, st| {
         let d = d.get().offset(o[0]);
         if st[0] == 1 {
             // SAFETY: a contiguous run of dst that only this task touches.
@@ -151,7 +152,7 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
 ) {
     let plan = Plan::new(shape, [dst.strides, a.strides, b.strides], [dst.offset, a.offset, b.offset]);
     let (d, pa, pb) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base));
-    plan.for_each_run(|o, len, st| {
+    plan.for_each_run_cost(3, |o, len, st| {
         let d = d.get().offset(o[0]);
         let a = pa.get().offset(o[1]) as *const A;
         let b = pb.get().offset(o[2]) as *const B;
@@ -177,7 +178,7 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
 pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, b: Arg<B>, f: impl Fn(T, B) -> T + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, b.strides], [dst.offset, b.offset]);
     let (d, pb) = (SendPtr(dst.base), SendPtr(b.base));
-    plan.for_each_run(|o, len, st| {
+    plan.for_each_run_cost(2, |o, len, st| {
         let d = d.get().offset(o[0]);
         let b = pb.get().offset(o[1]) as *const B;
         if st == [1, 1] {
@@ -210,7 +211,7 @@ pub unsafe fn zip3<A: Element, B: Element, C: Element, D: Element>(
         [dst.offset, a.offset, b.offset, c.offset],
     );
     let (d, pa, pb, pc) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base), SendPtr(c.base));
-    plan.for_each_run(|o, len, st| {
+    plan.for_each_run_cost(4, |o, len, st| {
         let d = d.get().offset(o[0]);
         let a = pa.get().offset(o[1]) as *const A;
         let b = pb.get().offset(o[2]) as *const B;

@@ -115,12 +115,13 @@ impl<const N: usize> Plan<N> {
         }
     }
 
-    /// Runs `f` over every run, in parallel chunks when the op is large.
+    /// Runs `f` over every run, split over the threads when the op is large (cost 1).
     pub fn for_each_run(&self, f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
         self.for_each_run_cost(1, f)
     }
 
-    /// `for_each_run` for an op whose element costs `cost` copies (see `elementwise_split`).
+    /// `for_each_run` for an op whose element costs `cost` in-place relu_ elements (see
+    /// `parallel::split_threshold`); one contiguous piece per thread (`parallel::for_split`).
     pub fn for_each_run_cost(&self, cost: usize, f: impl Fn([isize; N], usize, [isize; N]) + Sync + Send) {
         let min_par = if self.serial { usize::MAX } else { split_threshold(cost) };
         for_split(self.numel(), min_par, |s, e| self.runs(s, e, &f));

@@ -10,13 +10,6 @@ pub const PAR_MIN_ELEMS: usize = 1 << 17;
 /// combine the same partial sums in the same order on every machine: results are deterministic.
 pub const GRAIN: usize = 1 << 15;
 
-/// Threshold of `for_split` for a copy-like op (TEMP: env for tuning).
-pub static PAR_SPLIT_MIN_ENV: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-#[allow(non_snake_case)]
-fn PAR_SPLIT_MIN_get() -> usize {
-    *PAR_SPLIT_MIN_ENV.get_or_init(|| std::env::var("MG_SPLIT_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 16))
-}
-
 /// Smallest chunk an elementwise op is split into, however costly its elements.
 const MIN_GRAIN: usize = 2048;
 
@@ -28,10 +21,25 @@ pub fn elementwise_split(cost: usize) -> (usize, usize) {
     ((PAR_MIN_ELEMS / cost).max(MIN_GRAIN), (GRAIN / cost).max(MIN_GRAIN))
 }
 
-/// Element count from which an elementwise op whose element costs `cost` copies goes parallel
-/// through [`for_split`] (see `PAR_SPLIT_MIN`).
+/// Element count from which an elementwise op goes parallel through [`for_split`], for an op
+/// whose element costs what one element of in-place relu_ costs (one stream read and written
+/// in place). Measured on this 2-core AVX-512 VM (two threads, both libraries' pools at a
+/// real-time priority so the other jobs on the machine did not interleave): the split costs
+/// about 5-8 us of wall time (waking a worker, the caller spinning for the last piece), and
+/// relu_ takes 0.043 ns per element from L2, so at 1e5 elements relu_ is 4.3 us alone and 7.4 us
+/// split, at 2.5e5 about 10.8 alone and 11.0 split; 2^18 is that break-even. Kernels pass
+/// their streams as the cost (out-of-place unary and in-place binary 2, binary 3: add of 1e5
+/// went from 15.8 to 12.6 us split), the transcendentals their `MathOp::cost`.
+pub const PAR_SPLIT_MIN: usize = 1 << 18;
+
+/// Pieces per thread in [`for_split`]: one each (the caller's spinning wait makes more, smaller
+/// pieces cost more than they balance: relu_ 1e6 split 29.6 us in two pieces, 33.2 in four).
+const PIECES_PER_THREAD: usize = 1;
+
+/// Element count from which an elementwise op whose element costs `cost` relu_ elements goes
+/// parallel through [`for_split`].
 pub fn split_threshold(cost: usize) -> usize {
-    (PAR_SPLIT_MIN_get() / cost.max(1)).max(MIN_GRAIN)
+    (PAR_SPLIT_MIN / cost.max(1)).max(MIN_GRAIN)
 }
 
 /// Split boundaries fall on multiples of this many elements: 64 elements are a whole number of
@@ -39,11 +47,12 @@ pub fn split_threshold(cost: usize) -> usize {
 const SPLIT_ALIGN: usize = 64;
 
 /// Runs `f(start, end)` over `[0, n)` for an elementwise op, whose results do not depend on the
-/// split: a few large contiguous pieces per thread, claimed in order from a shared counter, with
-/// the calling thread working too (`in_place_scope`) while `threads - 1` pool workers are woken
-/// for the rest. A worker that wakes late finds less (or nothing) left, so a descheduled thread
-/// costs at most its pieces, not the call. Reductions keep `for_chunks` (fixed chunks, fixed
-/// combination order).
+/// split: one contiguous piece per thread (cache-line aligned), claimed in order from a shared
+/// counter, with the calling thread working too (`in_place_scope`) while `threads - 1` pool
+/// workers are woken for the rest. A worker that wakes late finds less (or nothing) left, so a
+/// descheduled thread costs at most its piece, not the call. This replaced 32k-element rayon
+/// tasks that the caller only waited on (relu_ 1e6 on two threads: 45.9 -> 29.6 us, torch 31.6).
+/// Reductions keep `for_chunks` (fixed chunks, fixed combination order).
 pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Send) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = rayon::current_num_threads();
@@ -51,28 +60,38 @@ pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Sen
         f(0, n);
         return;
     }
-    let per = n.div_ceil(threads * pieces_per_thread()).next_multiple_of(SPLIT_ALIGN);
+    let per = n.div_ceil(threads * PIECES_PER_THREAD).next_multiple_of(SPLIT_ALIGN);
     let pieces = n.div_ceil(per);
-    let next = AtomicUsize::new(0);
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let work = || loop {
         let p = next.fetch_add(1, Ordering::Relaxed);
         if p >= pieces {
             break;
         }
         f(p * per, ((p + 1) * per).min(n));
+        done.fetch_add(1, Ordering::Release);
     };
     rayon::in_place_scope(|s| {
         for _ in 1..threads.min(pieces) {
             s.spawn(|_| work());
         }
+        let start = std::time::Instant::now();
         work();
+        // Spin (bounded) while workers finish the pieces they claimed rather than block at once:
+        // a blocked caller sleeps, and waking it costs an inter-processor interrupt, which
+        // in a VM costs about as much as a piece of work.
+        let limit = start.elapsed().max(SPIN_MIN);
+        let waiting = std::time::Instant::now();
+        while done.load(Ordering::Acquire) < pieces && waiting.elapsed() < limit {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        }
     });
 }
 
-fn pieces_per_thread() -> usize {
-    static P: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *P.get_or_init(|| std::env::var("MG_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(2))
-}
+/// The caller spins for the other pieces at least this long (and as long as its own took).
+const SPIN_MIN: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// A raw pointer that may cross into rayon tasks.
 #[derive(Clone, Copy)]
