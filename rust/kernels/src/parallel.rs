@@ -1,7 +1,8 @@
 //! When to go parallel, and the pointer wrapper that lets kernels hand memory to rayon.
 
-/// Element count above which elementwise kernels split work over rayon's pool: where two
-/// threads start to win for a copy-like op. Measured on this 2-core AVX-512 machine: one rayon
+/// Element count above which the fixed-chunk kernels (reductions, softmax, rows, gathers) split
+/// work over rayon's pool; elementwise ops use [`PAR_SPLIT_MIN`] and [`for_split`]. Where two
+/// threads started to win for a copy-like op with 32k-element tasks. Measured on this 2-core AVX-512 machine: one rayon
 /// fork-join costs t_p = 4.6 us, relu_ t_e = 0.087 ns per element in cache, so halving the
 /// work pays from n = 2 t_p / t_e = 105k elements; 2^17 leaves a margin (near break-even the
 /// gain is nil and the fork-join cost grows with load).
