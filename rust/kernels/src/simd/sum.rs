@@ -1,15 +1,16 @@
-//! Sums (and sums of squares) of float32 runs, added in float32 as torch adds them, in a fixed
-//! cascade: element `k` of a run goes to lane `k % LANES`; each lane adds in float32 within a
-//! block of `BLOCK` elements (16 elements per lane); each block's lanes are widened and added to
-//! f64 lanes; the f64 lanes combine in a pairwise tree (lane k with k + 32, ..., 2, 1). The
-//! last partial chunk of a run is padded with zeros, so it too goes lane by lane.
+//! Sums of `f(x)` over float32 runs (`f`: the identity, the square for 2-norms, softmax's
+//! shifted exponential), added in float32 as torch adds them, in a fixed cascade: element `k`
+//! of a run goes to lane `k % LANES`; each lane adds in float32 within a block of `BLOCK`
+//! elements (16 elements per lane); each block's lanes are widened and added to f64 lanes; the
+//! f64 lanes combine in a pairwise tree (lane k with k + 32, ..., 2, 1). The last partial chunk
+//! of a run goes lane by lane too, its missing elements adding zero.
 //!
 //! The order depends only on `k`, never on the vector width: AVX-512 (4 vectors of 16), AVX2
 //! (8 of 8), NEON (16 of 4) and scalar code give the same bits. Adding in float32 halves the
 //! work of widening every element (the previous sums) and keeps the accuracy near f64: a lane's
 //! float32 partial holds at most 16 elements, so its rounding error is at most ~16 ulps of that
 //! partial, and everything above it is added in f64 (torch's own cascade keeps float32 to the
-//! end, so its error grows with the log of the length; ours does not).
+//! end, so its error bound grows with the log of the length; ours does not).
 
 use super::{arch, F32s, LaneFn1};
 use pulp::{Simd, WithSimd};
