@@ -83,6 +83,8 @@ def _single_signature_message(name, python_message, positional, given):
 
 
 def _is_int(v):
+    if type(v) is int:  # the common case first: the checks below cost ~0.4 us per call
+        return True
     if isinstance(v, _C.TensorBase):  # a 0-d integer tensor, read with __index__ as in torch
         return v.dim() == 0 and not v.dtype.is_floating_point and not str(v.dtype).endswith("bool")
     return isinstance(v, numbers.Integral) and not isinstance(v, bool) and type(v).__name__ != "bool_"
@@ -92,6 +94,8 @@ def _dims(dim):
     """torch's `int[1]? dim`: None, an int, or a tuple/list of ints -> None or a list."""
     if dim is None:
         return None
+    if type(dim) is int:
+        return [dim]
     if _is_int(dim):
         return [int(dim)]
     if isinstance(dim, (tuple, list)) and builtins.all(_is_int(d) for d in dim):  # (`all` is the op, below)

@@ -18,6 +18,12 @@ pub trait Accum: Element {
     fn add(a: Self::A, b: Self::A) -> Self::A;
     fn mul(a: Self::A, b: Self::A) -> Self::A;
     fn acc_to_f64(a: Self::A) -> f64;
+    /// The sum of four consecutive elements (the outer shape's four-row sweep), in order;
+    /// float32 adds them pairwise in float32 and widens once.
+    #[inline(always)]
+    fn sum4(xs: [Self; 4]) -> Self::A {
+        Self::add(Self::add(Self::add(xs[0].widen(), xs[1].widen()), xs[2].widen()), xs[3].widen())
+    }
     /// The sum of a contiguous float32 run as this accumulator, where a vectorised fold exists
     /// for it (float32 into f64); `None` leaves the run to the generic lanes.
     #[inline(always)]
@@ -27,7 +33,7 @@ pub trait Accum: Element {
 }
 
 macro_rules! float_accum {
-    ($t:ty $(, $fast:item)?) => {
+    ($t:ty $(, $fast:item)*) => {
         impl Accum for $t {
             type A = f64;
             const ZERO: f64 = 0.0;
@@ -42,11 +48,15 @@ macro_rules! float_accum {
             fn mul(a: f64, b: f64) -> f64 { a * b }
             #[inline(always)]
             fn acc_to_f64(a: f64) -> f64 { a }
-            $($fast)?
+            $($fast)*
         }
     };
 }
-float_accum!(f32, #[inline(always)] fn sum_f32_run(xs: &[f32]) -> Option<f64> { Some(crate::simd::fold::sum(xs)) });
+float_accum!(
+    f32,
+    #[inline(always)] fn sum_f32_run(xs: &[f32]) -> Option<f64> { Some(crate::simd::sum::sum(xs)) },
+    #[inline(always)] fn sum4(xs: [f32; 4]) -> f64 { ((xs[0] + xs[1]) + (xs[2] + xs[3])) as f64 }
+);
 float_accum!(f64);
 
 macro_rules! int_accum {
@@ -182,19 +192,19 @@ pub fn extreme<T: Bounds, const MAX: bool>(xs: &[T]) -> T {
 }
 
 /// sum of e^(x - shift) over a run, for logsumexp: float32 through the vectorised exp (in
-/// stack blocks) and `simd::fold`'s sum, float64 through libm; both summed in f64.
+/// stack blocks) and `simd::sum`, float64 through libm; both summed in f64.
 pub trait ExpSum: Element {
     fn exp_sum(xs: &[Self], shift: f64) -> f64;
 }
 impl ExpSum for f32 {
     #[inline]
     fn exp_sum(xs: &[f32], shift: f64) -> f64 {
-        let mut buf = [0f32; 256];
+        let mut buf = [0f32; crate::simd::sum::BLOCK];
         let mut total = 0.0;
-        for c in xs.chunks(256) {
+        for c in xs.chunks(crate::simd::sum::BLOCK) {
             let b = &mut buf[..c.len()];
             crate::simd::map1(crate::simd::math::ExpShift(shift as f32), b, c);
-            total += crate::simd::fold::sum(b);
+            total += crate::simd::sum::sum(b);
         }
         total
     }
@@ -253,6 +263,14 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
     #[inline(always)]
     fn step(&self, acc: D::A, x: T, _i: usize) -> D::A {
         Self::op(acc, D::cast_from(x).widen())
+    }
+    #[inline(always)]
+    fn step4(&self, acc: D::A, xs: [T; 4], i: usize) -> D::A {
+        if PROD {
+            self.step(self.step(self.step(self.step(acc, xs[0], i), xs[1], i), xs[2], i), xs[3], i)
+        } else {
+            D::add(acc, D::sum4(xs.map(|x| D::cast_from(x))))
+        }
     }
     #[inline(always)]
     fn merge(&self, a: D::A, b: D::A) -> D::A {
@@ -454,7 +472,8 @@ pub mod norm_kind {
     pub const P: u8 = 5;
 }
 
-/// Vector p-norms of a float input into float dtype `D`, accumulated in f64.
+/// Vector p-norms of a float input into float dtype `D`, accumulated in f64 (the 2-norm of
+/// float32 runs squares and adds in float32 lanes first, `simd::sum`).
 pub struct Norm<T, D, const K: u8> {
     pub out: SendPtr<D>,
     pub p: f64,
@@ -510,6 +529,12 @@ impl<T: Element, D: Element, const K: u8> Reducer for Norm<T, D, K> {
     }
     #[inline(always)]
     fn fold_slice(&self, acc: f64, xs: &[T], _i0: usize) -> f64 {
+        if K == norm_kind::TWO {
+            // float32: the squares and their sum in one vector pass, in float32 as torch does.
+            if let Some(xs) = as_f32(xs) {
+                return acc + crate::simd::sum::sum_sq(xs);
+            }
+        }
         self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
     }
 }

@@ -3,7 +3,8 @@
 
 use super::geometry::{red_runs, Geometry, Walker};
 use super::Reducer;
-use crate::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use super::PAR_MIN_REDUCE;
+use crate::parallel::{SendPtr, GRAIN};
 use crate::simd;
 use rayon::prelude::*;
 
@@ -71,11 +72,13 @@ pub(super) unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
     };
     let total = g.out_numel.saturating_mul(n);
     let threads = rayon::current_num_threads();
-    if total < PAR_MIN_ELEMS || threads <= 1 {
+    if total < PAR_MIN_REDUCE || threads <= 1 {
         outputs(0, g.out_numel);
     } else if g.out_numel >= 4 * threads {
-        // Many outputs: tasks of whole outputs, about GRAIN input elements each.
-        let per = (GRAIN / n).max(1);
+        // Many outputs: tasks of whole outputs, about GRAIN input elements each, and at least
+        // eight tasks (so two or four threads share them evenly). Each output is folded whole
+        // by one task, so the split changes no result.
+        let per = (GRAIN / n).min(g.out_numel / 8).max(1);
         (0..g.out_numel.div_ceil(per)).into_par_iter().for_each(|t| outputs(t * per, ((t + 1) * per).min(g.out_numel)));
     } else {
         // Few outputs: their chunks in parallel, merged in order.

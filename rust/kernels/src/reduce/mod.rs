@@ -17,6 +17,11 @@
 //! `simd::exec`, so the reducers' fixed-lane loops are vectorised with the machine's widest
 //! registers; the lanes (and so the order of additions) are fixed by the code, not the width.
 
+/// Input elements from which a reduction splits over threads: half the elementwise threshold
+/// (`parallel::PAR_MIN_ELEMS`), since a reduction reads its input and writes next to nothing,
+/// so from 1e5 float32 elements (about 4-5 us of work at one thread) two threads pay.
+pub(crate) const PAR_MIN_REDUCE: usize = 1 << 16;
+
 mod geometry;
 mod inner;
 mod outer;
@@ -37,6 +42,12 @@ pub trait Reducer: Copy + Send + Sync {
     fn init(&self, o: usize) -> Self::Acc;
     /// Folds `x`, the element at reduced index `i` (the position along the reduced dims).
     fn step(&self, acc: Self::Acc, x: Self::In, i: usize) -> Self::Acc;
+    /// Folds `xs`, the elements at reduced indices `i..i + 4`, in order (the outer shape's
+    /// four-row sweep; sums override it to add the four first).
+    #[inline(always)]
+    fn step4(&self, acc: Self::Acc, xs: [Self::In; 4], i: usize) -> Self::Acc {
+        self.step(self.step(self.step(self.step(acc, xs[0], i), xs[1], i + 1), xs[2], i + 2), xs[3], i + 3)
+    }
     /// Combines partials of two consecutive ranges; `a` covers the earlier one.
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
     /// Stores the result of output element `o`.

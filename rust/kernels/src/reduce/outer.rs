@@ -3,7 +3,8 @@
 
 use super::geometry::{red_runs, Geometry, Kept};
 use super::Reducer;
-use crate::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use super::PAR_MIN_REDUCE;
+use crate::parallel::{SendPtr, GRAIN};
 use crate::simd;
 use rayon::prelude::*;
 
@@ -38,7 +39,7 @@ impl<R: Reducer> simd::Body for Rows<'_, R> {
                 let (x0, x1, x2, x3) = (xs(0), xs(1), xs(2), xs(3));
                 let i = pos + t;
                 for (j, a) in accs.iter_mut().enumerate() {
-                    *a = r.step(r.step(r.step(r.step(*a, x0[j], i), x1[j], i + 1), x2[j], i + 2), x3[j], i + 3);
+                    *a = r.step4(*a, [x0[j], x1[j], x2[j], x3[j]], i);
                 }
                 t += 4;
             }
@@ -80,7 +81,7 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
     let n_jb = m.div_ceil(jb);
     let total = g.out_numel.saturating_mul(n);
     // Split the reduced range only when outputs are few: fixed by the shape, not the machine.
-    let rows = if g.out_numel >= MANY_OUTPUTS || total < PAR_MIN_ELEMS {
+    let rows = if g.out_numel >= MANY_OUTPUTS || total < PAR_MIN_REDUCE {
         n
     } else {
         (GRAIN / jb).max(1).max(n.div_ceil(MAX_ROW_CHUNKS))
@@ -118,7 +119,7 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
         }
     };
     let tasks = n_rest * n_jb;
-    let parallel = total >= PAR_MIN_ELEMS && rayon::current_num_threads() > 1;
+    let parallel = total >= PAR_MIN_REDUCE && rayon::current_num_threads() > 1;
     if n_rc == 1 {
         let task = |t: usize| {
             let (o0, accs) = block(t / n_jb, t % n_jb, 0, n);

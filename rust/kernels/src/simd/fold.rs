@@ -1,61 +1,15 @@
-//! Folds of f32 slices written with explicit vectors: the NaN-propagating max/min, the sum,
-//! and the cheap passes of a softmax row. (LLVM's own vectorisation of the generic 32-lane folds in
-//! `reducers` picked 128-bit registers, or none, even inside the AVX-512 entry point.)
+//! Folds of f32 slices written with explicit vectors: the NaN-propagating max/min and the cheap
+//! passes of a softmax row. (LLVM's own vectorisation of the generic 32-lane folds in `reducers`
+//! picked 128-bit registers, or none, even inside the AVX-512 entry point.) The sums are in
+//! `simd::sum`.
 //!
-//! The order of operations is fixed by the code, not the vector width: element `k` of a slice
-//! goes to lane `k % L` (L / W vectors of W lanes), the L lanes combine in a pairwise tree
-//! (lane k with k + L/2, ..., 2, 1), and the last `len % L` elements fold in one by one after
-//! it. So AVX-512, AVX2, NEON and scalar code give the same bits, on any thread count.
-//!
-//! Sums keep `reducers::fold_lanes`' order exactly (L = 32, each element widened to f64 and
-//! added to its lane), so they give the bits the generic fold gave, about twice as fast.
 //! max/min do not need a fixed order: the extreme's value is the same in any grouping, and the
 //! two cases where equal values differ (a NaN, or 0.0 against -0.0) are settled by a scan for
-//! the first such element, so the result is the one a scan in index order gives.
+//! the first such element, so the result is the one a scan in index order gives, whatever the
+//! vector width.
 
 use super::{arch, F32s};
 use pulp::{Simd, WithSimd};
-
-/// Lanes of the sums (as `reducers::LANES`).
-pub const LANES: usize = 32;
-
-/// The 32 lanes of `acc` (its first 32 / W vectors) as scalars, in lane order.
-#[inline(always)]
-fn lanes_of<S: Simd>(acc: &[S::f32s]) -> [f32; LANES] {
-    let mut out = [0f32; LANES];
-    let (vs, _) = S::as_mut_simd_f32s(&mut out);
-    vs.copy_from_slice(&acc[..LANES / S::F32_LANES]);
-    out
-}
-
-/// `wide[k] += lanes[k] as f64`: the widening as one plain map (which LLVM turns into
-/// full-width conversions; written as one loop with the adds it used 128-bit ones), then the
-/// adds through f64 vectors.
-#[inline(always)]
-fn add_wide<S: Simd>(s: S, wide: &mut [f64; LANES], lanes: &[f32; LANES]) {
-    let mut w = [0f64; LANES];
-    for (w, &l) in w.iter_mut().zip(lanes) {
-        *w = l as f64;
-    }
-    let (acc, _) = S::as_mut_simd_f64s(wide);
-    let (add, _) = S::as_simd_f64s(&w);
-    for (a, &x) in acc.iter_mut().zip(add) {
-        *a = s.add_f64s(*a, x);
-    }
-}
-
-/// The pairwise tree over 32 lanes: lane k combines with k + w for w = 16, 8, 4, 2, 1.
-#[inline(always)]
-fn tree(mut lanes: [f64; LANES], op: impl Fn(f64, f64) -> f64) -> f64 {
-    let mut w = LANES / 2;
-    while w > 0 {
-        for k in 0..w {
-            lanes[k] = op(lanes[k], lanes[k + w]);
-        }
-        w /= 2;
-    }
-    lanes[0]
-}
 
 struct Extreme<'a, const MAX: bool>(&'a [f32]);
 impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
@@ -104,52 +58,6 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
 #[inline]
 pub fn extreme<const MAX: bool>(xs: &[f32]) -> f32 {
     arch().dispatch(Extreme::<MAX>(xs))
-}
-
-/// Sum accumulators: 32 f64 lanes.
-struct SumLanes {
-    wide: [f64; LANES],
-}
-
-impl SumLanes {
-    #[inline(always)]
-    fn new() -> Self {
-        SumLanes { wide: [0.0; LANES] }
-    }
-    /// Adds one chunk of 32 elements (32 / W vectors), each widened to f64.
-    #[inline(always)]
-    fn add<S: Simd>(&mut self, s: S, c: &[S::f32s]) {
-        add_wide(s, &mut self.wide, &lanes_of::<S>(c));
-    }
-    /// The f64 sum: the tree, then `tail` one by one.
-    #[inline(always)]
-    fn finish(self, tail: &[f32]) -> f64 {
-        let t = tree(self.wide, |a, b| a + b);
-        tail.iter().fold(t, |t, &x| t + x as f64)
-    }
-}
-
-struct Sum<'a>(&'a [f32]);
-impl WithSimd for Sum<'_> {
-    type Output = f64;
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, s: S) -> f64 {
-        let xs = self.0;
-        let nv = LANES / S::F32_LANES;
-        let (body, tail) = xs.split_at(xs.len() / LANES * LANES);
-        let (vs, _) = S::as_simd_f32s(body);
-        let mut sum = SumLanes::new();
-        for c in vs.chunks_exact(nv) {
-            sum.add(s, c);
-        }
-        sum.finish(tail)
-    }
-}
-
-/// The sum of `xs` as f64, in the fixed order above.
-#[inline]
-pub fn sum(xs: &[f32]) -> f64 {
-    arch().dispatch(Sum(xs))
 }
 
 /// `ys[i] = ys[i] * k`.
@@ -220,21 +128,10 @@ mod tests {
         !best.is_nan() & (x.is_nan() | better)
     }
 
-    /// max/min as a scan in index order, the sum lane by lane: what the vectors must give.
+    /// max/min as a scan in index order: what the vectors must give.
     fn extreme_ref<const MAX: bool>(xs: &[f32]) -> f32 {
         let id = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
         xs.iter().fold(id, |b, &x| if beats::<MAX>(x, b) { x } else { b })
-    }
-
-    /// `reducers::fold_lanes`' order for a sum: lane k % 32 in f64, the tree, the tail.
-    fn sum_ref(xs: &[f32]) -> f64 {
-        let full = xs.len() / LANES * LANES;
-        let mut wide = [0f64; LANES];
-        for (k, &x) in xs[..full].iter().enumerate() {
-            wide[k % LANES] += x as f64;
-        }
-        let t = tree(wide, |a, b| a + b);
-        xs[full..].iter().fold(t, |t, &x| t + x as f64)
     }
 
     #[test]
@@ -261,25 +158,17 @@ mod tests {
                 }
                 assert_eq!(a.dispatch(Extreme::<true>(&xs)).to_bits(), extreme_ref::<true>(&xs).to_bits(), "max n={n}");
                 assert_eq!(a.dispatch(Extreme::<false>(&xs)).to_bits(), extreme_ref::<false>(&xs).to_bits(), "min n={n}");
-                assert_eq!(a.dispatch(Sum(&xs)).to_bits(), sum_ref(&xs).to_bits(), "sum n={n}");
             }
         }
     }
 
     #[test]
-    fn nan_propagates_and_sums_stay_accurate() {
+    fn nan_propagates() {
         let mut xs = data(1000, 3);
-        let exact: f64 = xs.iter().map(|&x| x as f64).sum();
-        assert!((sum(&xs) - exact).abs() < 1e-4, "{} vs {}", sum(&xs), exact);
         xs[500] = f32::NAN;
-        assert!(extreme::<true>(&xs).is_nan() && extreme::<false>(&xs).is_nan() && sum(&xs).is_nan());
-        // Infinities: max finds +inf, the sum is +inf; both signs give NaN.
+        assert!(extreme::<true>(&xs).is_nan() && extreme::<false>(&xs).is_nan());
         xs[500] = f32::INFINITY;
         assert_eq!(extreme::<true>(&xs), f32::INFINITY);
-        assert_eq!(sum(&xs), f64::INFINITY);
-        xs[3] = f32::NEG_INFINITY;
-        assert!(sum(&xs).is_nan());
         assert_eq!(extreme::<true>(&[]), f32::NEG_INFINITY);
-        assert_eq!(sum(&[]), 0.0);
     }
 }

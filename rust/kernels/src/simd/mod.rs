@@ -11,11 +11,13 @@
 //! - [`run`]: run any closure under the detected instruction set, so that plain slice loops
 //!   LLVM auto-vectorises use the wide registers too;
 //! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions;
-//! - `fold`: max/min and sums of f32 runs, and the passes of a softmax row, in a fixed lane order.
+//! - `fold`: max/min of f32 runs and the passes of a softmax row; `sum`: sums (and sums of
+//!   squares) of f32 runs, in float32 lanes in a fixed cascade.
 
 pub mod fold;
 pub mod math;
 pub mod normal;
+pub mod sum;
 #[cfg(test)]
 mod accuracy_tests;
 
