@@ -17,6 +17,7 @@
 
 mod per_image;
 mod scratch;
+mod small_k;
 mod unfold;
 pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
@@ -28,9 +29,22 @@ use rayon::prelude::*;
 use std::ops::AddAssign;
 
 /// Element types the conv and pooling kernels run on (f32, f64).
-pub trait ConvElem: MatElem + scratch::Pooled + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {}
-impl ConvElem for f32 {}
-impl ConvElem for f64 {}
+pub trait ConvElem: MatElem + scratch::Pooled + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
+    /// `self · b + c` with one rounding (an FMA instruction inside `simd::run`).
+    fn mul_add(self, b: Self, c: Self) -> Self;
+}
+impl ConvElem for f32 {
+    #[inline(always)]
+    fn mul_add(self, b: f32, c: f32) -> f32 {
+        f32::mul_add(self, b, c)
+    }
+}
+impl ConvElem for f64 {
+    #[inline(always)]
+    fn mul_add(self, b: f64, c: f64) -> f64 {
+        f64::mul_add(self, b, c)
+    }
+}
 
 /// Sizes of one convolution (all already validated by the op layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +126,7 @@ struct Mat<'a, T> {
 
 /// `dst = a @ b`, or `dst += a @ b` with `accumulate`; dst is row- or column-major with the
 /// given (row, column) strides. gemm splits the product over rayon's threads when m·n·k reaches `GEMM_PAR_WORK`.
+#[allow(clippy::too_many_arguments)]
 fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], dst_strides: (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
     let work = m.saturating_mul(n).saturating_mul(k);
     gemm_with(work >= GEMM_PAR_WORK, m, n, k, dst, dst_strides, a, b, accumulate)
@@ -191,7 +206,7 @@ fn regroup<T: ConvElem>(grad: &[T], first: usize, nb: usize, g: &Geometry, gr: &
 
 /// Forward: `out[n] = conv(x[n], w) + bias`.
 pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry) -> Result<()> {
-    if per_image::suits(g) {
+    if per_image::suits_forward(g) {
         return per_image::forward(x, w, bias, out, g);
     }
     forward_in_chunks(x, w, bias, out, g, COLS_BUDGET)
@@ -234,7 +249,7 @@ fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mu
 
 /// Input gradient: `dx[n] = col2im(Wᵀ @ grad[n])`. `dx` is overwritten.
 pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) -> Result<()> {
-    if per_image::suits(g) {
+    if per_image::suits_input_grad(g) {
         return per_image::grad_input(grad, w, dx, g);
     }
     grad_input_in_chunks(grad, w, dx, g, COLS_BUDGET)

@@ -11,17 +11,28 @@
 //! gemm; a batch of one lets gemm split the product instead. Every output element is computed
 //! by one task in an order fixed by the sizes, so results do not depend on the thread count.
 
-use super::{gemm_with, im2col, scratch::Buf, ConvElem, Geometry, Mat, GEMM_PAR_WORK};
+use super::{gemm_with, im2col, scratch::Buf, small_k, ConvElem, Geometry, Mat, GEMM_PAR_WORK};
 use crate::error::Result;
 use rayon::prelude::*;
 
-/// Smallest output plane (OH·OW) for which the per-image product is used: below it, gemm's
+/// Smallest output plane (OH·OW) for which the per-image gemm is used: below it, gemm's
 /// m = P is too short and the chunked path's one wide product wins.
 pub const MIN_PIXELS: usize = 256;
 
-/// Whether `g`'s forward and gradients run here.
+/// Whether `g`'s weight gradient runs here (a gemm per image).
 pub fn suits(g: &Geometry) -> bool {
     g.oh * g.ow >= MIN_PIXELS
+}
+
+/// Whether the forward runs here: large planes, or shallow sums (`small_k`, which has no
+/// per-call packing, so small planes suit it too).
+pub fn suits_forward(g: &Geometry) -> bool {
+    suits(g) || g.rows_g() <= small_k::MAX_K
+}
+
+/// Whether the input gradient runs here (its sum runs over Cout_g).
+pub fn suits_input_grad(g: &Geometry) -> bool {
+    suits(g) || g.cout_g() <= small_k::MAX_K
 }
 
 /// Runs `f(i, out_i)` for every image, in parallel over images when the job is big enough;
@@ -46,6 +57,10 @@ pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T],
         let mut cols = Buf::<T>::new(&[g.c_in * g.kh * g.kw, p])?;
         im2col(&x[i * img_in..(i + 1) * img_in], g.c_in, g, &mut cols, p);
         for grp in 0..g.groups {
+            if rows <= small_k::MAX_K {
+                small_k::product(cout_g, p, rows, &w[grp * cout_g * rows..], &cols[grp * rows * p..], p, &mut o[grp * cout_g * p..]);
+                continue;
+            }
             // a = cols_gᵀ: element (pixel, r) is cols[(grp·rows + r)·P + pixel].
             let a = Mat { data: &cols[grp * rows * p..], rs: 1, cs: p };
             // b = W_gᵀ: element (r, co) is w[(grp·Cout_g + co)·rows + r].
@@ -69,10 +84,24 @@ pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) 
     let taps = super::taps(g);
     let k = taps.len();
     let work = g.n.saturating_mul(p).saturating_mul(g.c_out).saturating_mul(rows);
+    // For `small_k`: each group's Wᵀ, [rows][Cout_g].
+    let shallow = cout_g <= small_k::MAX_K;
+    let wt: Vec<T> = if shallow {
+        (0..g.groups * rows * cout_g).map(|at| {
+            let (grp, r, co) = (at / (rows * cout_g), at / cout_g % rows, at % cout_g);
+            w[(grp * cout_g + co) * rows + r]
+        }).collect()
+    } else {
+        Vec::new()
+    };
     for_images(dx, img_in, g.n, work, |i, d, threads| {
         let mut cols = Buf::<T>::new(&[g.c_in * k, p])?;
         let gi = &grad[i * g.c_out * p..(i + 1) * g.c_out * p];
         for grp in 0..g.groups {
+            if shallow {
+                small_k::product(rows, p, cout_g, &wt[grp * rows * cout_g..], &gi[grp * cout_g * p..], p, &mut cols[grp * rows * p..]);
+                continue;
+            }
             // a = grad_gᵀ: element (pixel, co) is gi[(grp·Cout_g + co)·P + pixel].
             let a = Mat { data: &gi[grp * cout_g * p..], rs: 1, cs: p };
             // b = W_g: element (co, r) is w[(grp·Cout_g + co)·rows + r].

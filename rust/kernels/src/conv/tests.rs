@@ -214,8 +214,10 @@ fn per_image_path_matches_the_definition() {
         geo(3, 3, 16, 16, 5, [3, 3], [1, 1], [1, 1], [1, 1], 1),
         geo(2, 4, 18, 17, 6, [3, 3], [1, 1], [0, 2], [2, 1], 2),
         geo(9, 2, 16, 20, 3, [1, 1], [1, 1], [0, 0], [1, 1], 1), // 9 images: uneven weight slices
+        geo(2, 8, 16, 16, 70, [3, 3], [1, 1], [1, 1], [1, 1], 1), // K = 72, Cout = 70: gemm, not small_k
     ];
     assert!(big.iter().all(per_image::suits));
+    assert!(big[3].rows_g() > small_k::MAX_K && big[3].cout_g() > small_k::MAX_K);
     for g in CASES.iter().map(case).chain(big) {
         let x = seq(g.n * g.c_in * g.h * g.w, 0.1);
         let wt = seq(g.c_out * (g.c_in / g.groups) * g.kh * g.kw, 0.7);

@@ -93,35 +93,67 @@ fn max_run<T: ConvElem, const S: usize>(src: &[T], best: &mut [T]) {
     for (k, b) in best.iter_mut().enumerate() {
         let v = src[k * S];
         #[allow(clippy::eq_op)]
-        let take = v > *b || v != v;
+        let take = (v > *b) | (v != v);
         *b = if take { v } else { *b };
+    }
+}
+
+/// A plane position while a row is pooled: u32 where planes are small enough (the common case:
+/// it has the width of an f32 lane, so the select below vectorises), u64 otherwise. Rows are
+/// widened to torch's int64 indices once finished.
+trait Pos: Copy + Send + Sync + Default + std::ops::Add<Output = Self> {
+    fn of(v: usize) -> Self;
+    fn to_i64(self) -> i64;
+}
+
+impl Pos for u32 {
+    #[inline(always)]
+    fn of(v: usize) -> u32 {
+        v as u32
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+}
+
+impl Pos for u64 {
+    #[inline(always)]
+    fn of(v: usize) -> u64 {
+        v as u64
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
     }
 }
 
 /// `max_run` that also records the position (`at0 + k·S`) of each taken element.
 #[inline(always)]
-fn max_run_at<T: ConvElem, const S: usize>(src: &[T], best: &mut [T], at: &mut [i64], at0: i64) {
+fn max_run_at<T: ConvElem, P: Pos, const S: usize>(src: &[T], best: &mut [T], at: &mut [P], at0: usize) {
     let n = best.len();
     let src = &src[..(n - 1) * S + 1];
     for (k, (b, a)) in best.iter_mut().zip(at.iter_mut()).enumerate() {
         let v = src[k * S];
+        // `|`, not `||`: no short-circuit branch, so both selects stay branch-free (cmov or
+        // vector blends; a branch mispredicts on every other element of random data).
         #[allow(clippy::eq_op)]
-        let take = v > *b || v != v;
+        let take = (v > *b) | (v != v);
         *b = if take { v } else { *b };
-        *a = if take { at0 + (k * S) as i64 } else { *a };
+        *a = if take { P::of(at0 + k * S) } else { *a };
     }
 }
 
 /// The runtime-stride versions (strides other than 1 and 2).
 #[inline(always)]
-fn max_run_any<T: ConvElem>(src: &[T], stride: usize, best: &mut [T], at: Option<(&mut [i64], i64)>) {
+fn max_run_any<T: ConvElem, P: Pos>(src: &[T], stride: usize, best: &mut [T], at: Option<(&mut [P], usize)>) {
     match at {
         Some((at, at0)) => {
             for (k, ((b, a), v)) in best.iter_mut().zip(at.iter_mut()).zip(src.iter().step_by(stride)).enumerate() {
                 #[allow(clippy::eq_op)]
                 if *v > *b || *v != *v {
                     *b = *v;
-                    *a = at0 + (k * stride) as i64;
+                    *a = P::of(at0 + k * stride);
                 }
             }
         }
@@ -136,18 +168,19 @@ fn max_run_any<T: ConvElem>(src: &[T], stride: usize, best: &mut [T], at: Option
     }
 }
 
-/// One plane: `o` (OH·OW values) and, if given, `ix` (their flat input positions).
+/// One plane: `o` (OH·OW values) and, if given, `ix` (their flat input positions), with `row`
+/// (OW positions) as the scratch row of positions.
 #[inline(always)]
-fn max_plane<T: ConvElem>(plane: &[T], g: &MaxGeometry, plan: &Plan, o: &mut [T], mut ix: Option<&mut [i64]>) {
+fn max_plane<T: ConvElem, P: Pos>(plane: &[T], g: &MaxGeometry, plan: &Plan, o: &mut [T], mut ix: Option<&mut [i64]>, row: &mut [P]) {
     let (w, ow, sx) = (g.w, g.ow, g.stride[1]);
     let neg_inf = T::from_f64(f64::NEG_INFINITY);
+    let with_at = ix.is_some();
     for (oy, r) in plan.rows.iter().enumerate() {
         let best = &mut o[oy * ow..(oy + 1) * ow];
         best.fill(neg_inf);
-        let mut at = ix.as_deref_mut().map(|ix| &mut ix[oy * ow..(oy + 1) * ow]);
-        if let Some(at) = at.as_deref_mut() {
-            for (a, c) in at.iter_mut().zip(&plan.col_origin) {
-                *a = (r.origin * w + c) as i64;
+        if with_at {
+            for (a, c) in row.iter_mut().zip(&plan.col_origin) {
+                *a = P::of(r.origin * w + c);
             }
         }
         for ty in 0..r.count {
@@ -155,17 +188,59 @@ fn max_plane<T: ConvElem>(plane: &[T], g: &MaxGeometry, plan: &Plan, o: &mut [T]
             let line = &plane[iy * w..(iy + 1) * w];
             for c in &plan.cols {
                 let (src, b) = (&line[c.ix0..], &mut best[c.outs.clone()]);
-                let at0 = (iy * w + c.ix0) as i64;
-                match (at.as_deref_mut(), sx) {
-                    (Some(at), 1) => max_run_at::<T, 1>(src, b, &mut at[c.outs.clone()], at0),
-                    (Some(at), 2) => max_run_at::<T, 2>(src, b, &mut at[c.outs.clone()], at0),
-                    (Some(at), _) => max_run_any(src, sx, b, Some((&mut at[c.outs.clone()], at0))),
-                    (None, 1) => max_run::<T, 1>(src, b),
-                    (None, 2) => max_run::<T, 2>(src, b),
-                    (None, _) => max_run_any(src, sx, b, None),
+                let at0 = iy * w + c.ix0;
+                match (with_at, sx) {
+                    (true, 1) => max_run_at::<T, P, 1>(src, b, &mut row[c.outs.clone()], at0),
+                    (true, 2) => max_run_at::<T, P, 2>(src, b, &mut row[c.outs.clone()], at0),
+                    (true, _) => max_run_any(src, sx, b, Some((&mut row[c.outs.clone()], at0))),
+                    (false, 1) => max_run::<T, 1>(src, b),
+                    (false, 2) => max_run::<T, 2>(src, b),
+                    (false, _) => max_run_any::<T, P>(src, sx, b, None),
                 }
             }
         }
+        if let Some(ix) = ix.as_deref_mut() {
+            for (d, a) in ix[oy * ow..(oy + 1) * ow].iter_mut().zip(row.iter()) {
+                *d = a.to_i64();
+            }
+        }
+    }
+}
+
+/// Planes `first..` of one task as a `simd::exec` body (so that the loops are compiled for the
+/// wide registers: a closure LLVM does not inline would run with SSE2 and branches).
+struct Planes<'a, T, P> {
+    x: &'a [T],
+    g: &'a MaxGeometry,
+    plan: &'a Plan,
+    first: usize,
+    out: &'a mut [T],
+    idx: Option<&'a mut [i64]>,
+    row: &'a mut [P],
+}
+
+impl<T: ConvElem, P: Pos> crate::simd::Body for Planes<'_, T, P> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let Planes { x, g, plan, first, out, mut idx, row } = self;
+        let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+        for (j, o) in out.chunks_mut(plane_out).enumerate() {
+            let p = first + j;
+            let ix = idx.as_deref_mut().map(|ix| &mut ix[j * plane_out..(j + 1) * plane_out]);
+            max_plane(&x[p * plane_in..(p + 1) * plane_in], g, plan, o, ix, &mut *row);
+        }
+    }
+}
+
+/// Runs one task's planes with the position type its plane size allows.
+fn planes<T: ConvElem>(x: &[T], g: &MaxGeometry, plan: &Plan, first: usize, out: &mut [T], idx: Option<&mut [i64]>) {
+    if g.h * g.w <= u32::MAX as usize {
+        let mut row = vec![0u32; g.ow];
+        crate::simd::exec(Planes { x, g, plan, first, out, idx, row: &mut row });
+    } else {
+        let mut row = vec![0u64; g.ow];
+        crate::simd::exec(Planes { x, g, plan, first, out, idx, row: &mut row });
     }
 }
 
@@ -176,40 +251,33 @@ fn work_per_plane(g: &MaxGeometry) -> usize {
 /// Max pooling with torch's indices (flat positions within the plane). As torch: the first
 /// maximum wins ties, and a NaN is always taken (so NaNs propagate).
 pub fn max_forward<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T], idx: &mut [i64]) {
-    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    let plane_out = g.oh * g.ow;
     if plane_out == 0 || out.is_empty() {
         return;
     }
     let plan = Plan::new(g);
-    let run = |first: usize, o: &mut [T], ix: &mut [i64]| {
-        crate::simd::run(|| {
-            for (j, (o, ix)) in o.chunks_mut(plane_out).zip(ix.chunks_mut(plane_out)).enumerate() {
-                let p = first + j;
-                max_plane(&x[p * plane_in..(p + 1) * plane_in], g, &plan, o, Some(ix));
-            }
-        })
-    };
     match planes_per_task(out.len() / plane_out, work_per_plane(g)) {
-        None => run(0, out, idx),
+        None => planes(x, g, &plan, 0, out, Some(idx)),
         Some(per) => out
             .par_chunks_mut(per * plane_out)
             .zip(idx.par_chunks_mut(per * plane_out))
             .enumerate()
-            .for_each(|(t, (o, ix))| run(t * per, o, ix)),
+            .for_each(|(t, (o, ix))| planes(x, g, &plan, t * per, o, Some(ix))),
     }
 }
 
 /// Max pooling values only (what `max_pool2d` returns when nothing needs the indices): the
 /// same maxima as `max_forward`, without writing an index per output.
 pub fn max_forward_values<T: ConvElem>(x: &[T], g: &MaxGeometry, out: &mut [T]) {
-    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    let plane_out = g.oh * g.ow;
+    if plane_out == 0 || out.is_empty() {
+        return;
+    }
     let plan = Plan::new(g);
-    for_plane_runs(out, plane_out, work_per_plane(g), |first, o| {
-        for (j, o) in o.chunks_mut(plane_out).enumerate() {
-            let p = first + j;
-            max_plane(&x[p * plane_in..(p + 1) * plane_in], g, &plan, o, None);
-        }
-    });
+    match planes_per_task(out.len() / plane_out, work_per_plane(g)) {
+        None => planes(x, g, &plan, 0, out, None),
+        Some(per) => out.par_chunks_mut(per * plane_out).enumerate().for_each(|(t, o)| planes(x, g, &plan, t * per, o, None)),
+    }
 }
 
 /// Max pooling's input gradient: each output's gradient is added at its recorded index, plane
