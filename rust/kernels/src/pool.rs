@@ -3,10 +3,9 @@
 //! fixed order (results do not depend on the split or the thread count).
 //!
 //! A pooling window along one dim is a `Span`: the input range it reads, and the length it
-//! would have with the padding counted (average pooling's `count_include_pad`). The loops are
-//! written window-row by window-row over whole output rows, so that the inner loops run along
-//! contiguous (or constant-stride) memory and vectorise (`simd::run` compiles them for the
-//! machine's widest registers); max pooling lives in `pool/max.rs`.
+//! would have with the padding counted (average pooling's `count_include_pad`). Max pooling
+//! (`pool/max.rs`) runs tap-major over whole output rows, so that its inner loops run along
+//! constant-stride memory and vectorise; average pooling sums each window in torch's order.
 
 use super::conv::ConvElem;
 use rayon::prelude::*;
@@ -106,35 +105,23 @@ impl AvgWindows {
     }
 }
 
-/// `dst[i] += src[i]`: a plain loop over contiguous runs, vectorised under `simd::run`.
-#[inline(always)]
-fn add_into<T: ConvElem>(dst: &mut [T], src: &[T]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d += *s;
-    }
-}
-
 /// Average pooling: `out[p][oy][ox]` = window sum / divisor. `x` has planes of h·w.
 ///
-/// Separable: for each output row the window's input rows are summed into one row (a
-/// vectorised pass), then each output sums its columns of that row. Each output's sum is
-/// therefore Σ_ix (Σ_iy x[iy][ix]), in that fixed order.
+/// Each window is summed row by row in torch's order (the CUDA kernel sums the same way, and
+/// the host-emulation tests compare the two bit for bit), one plane per thread at a time.
 pub fn avg_forward<T: ConvElem>(x: &[T], h: usize, w: usize, win: &AvgWindows, out: &mut [T]) {
     let (oh, ow) = (win.rows.len(), win.cols.len());
     let work = h * w + oh * ow * win.taps();
     for_plane_runs(out, oh * ow, work, |first, run| {
-        let mut row = vec![T::zero(); w];
         for (j, o) in run.chunks_mut(oh * ow).enumerate() {
             let plane = &x[(first + j) * h * w..(first + j + 1) * h * w];
             for (r, line) in win.rows.iter().zip(o.chunks_mut(ow)) {
-                row.fill(T::zero());
-                for iy in r.start..r.end {
-                    add_into(&mut row, &plane[iy * w..(iy + 1) * w]);
-                }
                 for (v, c) in line.iter_mut().zip(&win.cols) {
                     let mut acc = T::zero();
-                    for s in &row[c.start..c.end] {
-                        acc += *s;
+                    for iy in r.start..r.end {
+                        for s in &plane[iy * w + c.start..iy * w + c.end] {
+                            acc += *s;
+                        }
                     }
                     *v = acc / T::from_f64(win.divisor(r, c));
                 }
@@ -144,29 +131,23 @@ pub fn avg_forward<T: ConvElem>(x: &[T], h: usize, w: usize, win: &AvgWindows, o
 }
 
 /// The adjoint of `avg_forward`: each input element gathers `grad / divisor` from every window
-/// that covers it. Per output row: the row's contributions are gathered into one input-width
-/// row, which is then added to each input row of the window. Planes stay independent.
+/// that covers it, in output order (as the CUDA kernel). Written per input plane so that
+/// planes stay independent.
 pub fn avg_backward<T: ConvElem>(grad: &[T], h: usize, w: usize, win: &AvgWindows, dx: &mut [T]) {
     let (oh, ow) = (win.rows.len(), win.cols.len());
     let work = h * w + oh * ow * win.taps();
     for_plane_runs(dx, h * w, work, |first, run| {
-        let mut row = vec![T::zero(); w];
         for (j, d) in run.chunks_mut(h * w).enumerate() {
             d.fill(T::zero());
             let g = &grad[(first + j) * oh * ow..(first + j + 1) * oh * ow];
             for (r, gl) in win.rows.iter().zip(g.chunks(ow)) {
-                if r.start >= r.end {
-                    continue;
-                }
-                row.fill(T::zero());
                 for (c, gv) in win.cols.iter().zip(gl) {
                     let v = *gv / T::from_f64(win.divisor(r, c));
-                    for s in &mut row[c.start..c.end] {
-                        *s += v;
+                    for iy in r.start..r.end {
+                        for s in &mut d[iy * w + c.start..iy * w + c.end] {
+                            *s += v;
+                        }
                     }
-                }
-                for iy in r.start..r.end {
-                    add_into(&mut d[iy * w..(iy + 1) * w], &row);
                 }
             }
         }
