@@ -43,6 +43,7 @@ __all__ = [
     '_cuda_manual_seed', '_cuda_manual_seed_all', '_cuda_rng_state', '_cuda_set_rng_state',
     'float16', 'bfloat16', 'uint8', 'int8', 'int16', 'promote_types',
     '_sgd_step', '_adam_step',
+    'max_pool2d_values',
 ]
 
 _debug_build: builtins.bool
@@ -380,3 +381,4 @@ def _adam_step(params: list[TensorBase], grads: list[TensorBase], exp_avgs: list
                max_exp_avg_sqs: list[TensorBase] | None, state_steps: list[TensorBase], lr: float, beta1: float, beta2: float,
                eps: float, weight_decay: float, amsgrad: builtins.bool, maximize: builtins.bool, decoupled: builtins.bool,
                torch_bumps: builtins.bool) -> None: ...
+def max_pool2d_values(x: TensorBase, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], ceil_mode: builtins.bool) -> TensorBase: ...

@@ -5,7 +5,9 @@
 //! (P = OH·OW). The two gradients are the same products transposed: `cols = Wᵀ @ grad` folded
 //! back by `col2im` (input gradient) and `grad @ colsᵀ` (weight gradient).
 //!
-//! Images are processed in chunks of `nb`: their columns sit side by side in one matrix of
+//! Output planes of at least `per_image::MIN_PIXELS` pixels take `conv/per_image.rs` instead:
+//! one image per task, the product transposed so that gemm writes NCHW directly. Smaller ones:
+//! images are processed in chunks of `nb`: their columns sit side by side in one matrix of
 //! [Cin·KH·KW, nb·P] elements (bounded by `COLS_BUDGET`), so each group is ONE gemm over nb·P
 //! columns instead of nb thin ones; the results are then scattered to NCHW.
 //!
@@ -13,7 +15,9 @@
 //! splits output blocks across threads, never k); the weight gradient accumulates the chunks one
 //! after another, and the chunk size depends on the geometry only, not on the thread count.
 
+mod per_image;
 mod scratch;
+mod small_k;
 mod unfold;
 pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
@@ -25,9 +29,22 @@ use rayon::prelude::*;
 use std::ops::AddAssign;
 
 /// Element types the conv and pooling kernels run on (f32, f64).
-pub trait ConvElem: MatElem + scratch::Pooled + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {}
-impl ConvElem for f32 {}
-impl ConvElem for f64 {}
+pub trait ConvElem: MatElem + scratch::Pooled + AddAssign + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> {
+    /// `self · b + c` with one rounding (an FMA instruction inside `simd::run`).
+    fn mul_add(self, b: Self, c: Self) -> Self;
+}
+impl ConvElem for f32 {
+    #[inline(always)]
+    fn mul_add(self, b: f32, c: f32) -> f32 {
+        f32::mul_add(self, b, c)
+    }
+}
+impl ConvElem for f64 {
+    #[inline(always)]
+    fn mul_add(self, b: f64, c: f64) -> f64 {
+        f64::mul_add(self, b, c)
+    }
+}
 
 /// Sizes of one convolution (all already validated by the op layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +126,15 @@ struct Mat<'a, T> {
 
 /// `dst = a @ b`, or `dst += a @ b` with `accumulate`; dst is row- or column-major with the
 /// given (row, column) strides. gemm splits the product over rayon's threads when m·n·k reaches `GEMM_PAR_WORK`.
-fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_cs): (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
+#[allow(clippy::too_many_arguments)]
+fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], dst_strides: (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
+    let work = m.saturating_mul(n).saturating_mul(k);
+    gemm_with(work >= GEMM_PAR_WORK, m, n, k, dst, dst_strides, a, b, accumulate)
+}
+
+/// `gemm` that splits over rayon's threads only if `threads` (false inside a parallel task).
+#[allow(clippy::too_many_arguments)]
+fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_cs): (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
     if m == 0 || n == 0 {
         return;
     }
@@ -126,8 +151,7 @@ fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_c
     let last = |rs: usize, cs: usize, r: usize, c: usize| (r - 1) * rs + (c - 1) * cs;
     assert!(last(a.rs, a.cs, m, k) < a.data.len() && last(b.rs, b.cs, k, n) < b.data.len());
     assert!(last(dst_rs, dst_cs, m, n) < dst.len() && ((dst_cs == 1 && dst_rs >= n) || (dst_rs == 1 && dst_cs >= m)));
-    let work = m.saturating_mul(n).saturating_mul(k);
-    let par = if work >= GEMM_PAR_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    let par = if threads && rayon::current_num_threads() > 1 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     let (alpha, beta) = if accumulate { (T::from_f64(1.0), T::from_f64(1.0)) } else { (T::zero(), T::from_f64(1.0)) };
     // SAFETY: strides are non-negative and the asserts show the last (largest-offset) element
     // of each operand lies inside its slice, so every addressed element does. dst is row- or
@@ -182,6 +206,9 @@ fn regroup<T: ConvElem>(grad: &[T], first: usize, nb: usize, g: &Geometry, gr: &
 
 /// Forward: `out[n] = conv(x[n], w) + bias`.
 pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry) -> Result<()> {
+    if per_image::suits_forward(g) {
+        return per_image::forward(x, w, bias, out, g);
+    }
     forward_in_chunks(x, w, bias, out, g, COLS_BUDGET)
 }
 
@@ -222,6 +249,9 @@ fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mu
 
 /// Input gradient: `dx[n] = col2im(Wᵀ @ grad[n])`. `dx` is overwritten.
 pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) -> Result<()> {
+    if per_image::suits_input_grad(g) {
+        return per_image::grad_input(grad, w, dx, g);
+    }
     grad_input_in_chunks(grad, w, dx, g, COLS_BUDGET)
 }
 
@@ -262,6 +292,9 @@ fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geom
 /// Weight gradient: `dw_g = Σ_chunks grad_g @ cols_gᵀ`, one product per group and chunk over
 /// the chunk's nb·P columns, chunks accumulated in order. `dw` is overwritten.
 pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry) -> Result<()> {
+    if per_image::suits(g) {
+        return per_image::grad_weight(x, grad, dw, g);
+    }
     grad_weight_in_chunks(x, grad, dw, g, COLS_BUDGET)
 }
 

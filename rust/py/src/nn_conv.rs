@@ -52,6 +52,15 @@ pub fn max_pool2d(py: Python<'_>, x: &Bound<'_, TensorBase>, kernel: Vec<i64>, s
     Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.into_any().unbind())
 }
 
+/// `max_pool2d` without the indices (`return_indices=False`): values only where no gradient
+/// is recorded.
+#[pyfunction]
+pub fn max_pool2d_values(py: Python<'_>, x: &Bound<'_, TensorBase>, kernel: Vec<i64>, stride: Vec<i64>, padding: Vec<i64>, dilation: Vec<i64>, ceil_mode: bool) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let v = run(py, t.numel(), || pool::max_pool2d_values(&t, &pair(&kernel), &pair(&stride), &pair(&padding), &pair(&dilation), ceil_mode))?;
+    wrap(py, v)
+}
+
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn avg_pool2d(
@@ -99,5 +108,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(adaptive_avg_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(constant_pad, m)?)?;
     m.add_function(wrap_pyfunction!(pad2d, m)?)?;
+    m.add_function(wrap_pyfunction!(max_pool2d_values, m)?)?;
     Ok(())
 }

@@ -72,8 +72,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         stride = _pool_pair("max_pool2d", "stride", stride, "must either be omitted, a single int, or a tuple of two ints")
     padding = _pool_pair("max_pool2d", "padding", padding, "must either be a single int, or a tuple of two ints")
     dilation = _pool_pair("max_pool2d", "dilation", dilation, "must be either a single int, or a tuple of two ints")
-    values, indices = _C.max_pool2d(input, kernel, stride, padding, dilation, bool(ceil_mode))
-    return (values, indices) if return_indices else values
+    if not return_indices:
+        # values only: the kernel skips the indices unless autograd keeps them for backward
+        return _C.max_pool2d_values(input, kernel, stride, padding, dilation, bool(ceil_mode))
+    return _C.max_pool2d(input, kernel, stride, padding, dilation, bool(ceil_mode))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):

@@ -196,4 +196,9 @@ impl Backend for Cpu {
     fn scan(&self, op: super::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
         crate::ops::scan::cpu_kernel(op, dst, src, acc)
     }
+
+    fn max_pool2d_values(&self, out: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        crate::ops::pool::max_values_cpu_kernel(out, x, g);
+        Ok(())
+    }
 }

@@ -471,6 +471,15 @@ pub trait Backend: Send + Sync {
         let _ = (dst, src, acc);
         Err(not_implemented(self.device(), op.name()))
     }
+
+    /// `max_pool2d`'s values alone, for a call whose indices nobody reads (no gradient is
+    /// recorded and the caller did not ask for them): the same maxima as `max_pool2d`.
+    ///
+    /// Default: `max_pool2d` into a scratch int64 index tensor on this device.
+    fn max_pool2d_values(&self, out: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        let indices = Tensor::empty_on(out.shape(), DType::Int64, out.device())?;
+        self.max_pool2d(out, &indices, x, g)
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

@@ -369,6 +369,12 @@ impl Backend for Widen {
         self.0.scan(op, &o, &s, acc)?;
         store(dst, &o)
     }
+
+    // Pooling values: the op layer refuses narrow dtypes before this (as for max_pool2d), so
+    // it passes straight through.
+    fn max_pool2d_values(&self, out: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
+        self.0.max_pool2d_values(out, x, g)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

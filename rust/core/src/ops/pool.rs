@@ -103,9 +103,8 @@ fn hw(x_shape: &[usize]) -> (usize, usize) {
 
 // ----- max_pool2d -----
 
-/// Max pooling forward, no autograd: (values, int64 indices into each H·W plane).
-/// Also returns the geometry, which the backward needs.
-pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor, MaxGeometry)> {
+/// The checks, output shape and geometry of a max pooling of `x`.
+fn max_setup(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Vec<usize>, MaxGeometry)> {
     if x.dtype().is_narrow() {
         // the conv/pool kernels take float32/float64 only (the widening wrapper passes them through)
         return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}' in minigrad (cast to float32 first)", "max_pool2d", x.dtype().scalar_type_name())));
@@ -115,13 +114,38 @@ pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding:
     }
     let p = check_pool(x, kernel, stride, padding, dilation, ceil_mode)?;
     float_only(x, "max_pool2d")?;
-    let backend = crate::device::backend_for(&[x])?;
-    let shape = out_shape(x, p.out);
-    let (out, idx) = (Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?);
     let (h, w) = hw(x.shape());
     let g = MaxGeometry { h, w, oh: p.out[0], ow: p.out[1], kernel: p.kernel, stride: p.stride, padding: p.padding, dilation: p.dilation };
+    Ok((out_shape(x, p.out), g))
+}
+
+/// Max pooling forward, no autograd: (values, int64 indices into each H·W plane).
+/// Also returns the geometry, which the backward needs.
+pub fn max_pool2d_raw(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<(Tensor, Tensor, MaxGeometry)> {
+    let (shape, g) = max_setup(x, kernel, stride, padding, dilation, ceil_mode)?;
+    let backend = crate::device::backend_for(&[x])?;
+    let (out, idx) = (Tensor::empty_on(&shape, x.dtype(), x.device())?, Tensor::empty_on(&shape, DType::Int64, x.device())?);
     backend.max_pool2d(&out, &idx, &contiguous_raw(x)?, &g)?;
     Ok((out, idx, g))
+}
+
+/// `max_pool2d` when the caller does not want the indices (`return_indices=False`): where no
+/// gradient is recorded either, only the values are computed (no int64 index per output);
+/// otherwise it is `max_pool2d` (the node keeps the indices for backward).
+pub fn max_pool2d_values(x: &Tensor, kernel: &[i64; 2], stride: &[i64; 2], padding: &[i64; 2], dilation: &[i64; 2], ceil_mode: bool) -> Result<Tensor> {
+    if crate::autograd::should_record(&[Some(x)]) {
+        return Ok(max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)?.0);
+    }
+    let (shape, g) = max_setup(x, kernel, stride, padding, dilation, ceil_mode)?;
+    let backend = crate::device::backend_for(&[x])?;
+    let out = Tensor::empty_on(&shape, x.dtype(), x.device())?;
+    backend.max_pool2d_values(&out, &contiguous_raw(x)?, &g)?;
+    Ok(out)
+}
+
+/// The CPU backend's `max_pool2d_values`.
+pub(crate) fn max_values_cpu_kernel(out: &Tensor, x: &Tensor, g: &MaxGeometry) {
+    crate::dispatch_float!(x.dtype(), T => kernel::max_forward_values::<T>(read(x), g, fresh(out)), _ => unreachable!("checked float"));
 }
 
 /// The CPU backend's `max_pool2d`.

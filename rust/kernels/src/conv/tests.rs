@@ -205,3 +205,72 @@ fn bitwise_identical_on_one_and_two_threads() {
     assert_eq!(one, run(2));
     assert_eq!(one, run(2));
 }
+
+/// The per-image path (large output planes) against the definition on every case above (it
+/// does not care how small P is) and on stem-like planes of at least `MIN_PIXELS` pixels.
+#[test]
+fn per_image_path_matches_the_definition() {
+    let big = [
+        geo(3, 3, 16, 16, 5, [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        geo(2, 4, 18, 17, 6, [3, 3], [1, 1], [0, 2], [2, 1], 2),
+        geo(9, 2, 16, 20, 3, [1, 1], [1, 1], [0, 0], [1, 1], 1), // 9 images: uneven weight slices
+        geo(2, 8, 16, 16, 70, [3, 3], [1, 1], [1, 1], [1, 1], 1), // K = 72, Cout = 70: gemm, not small_k
+    ];
+    assert!(big.iter().all(per_image::suits));
+    assert!(big[3].rows_g() > small_k::MAX_K && big[3].cout_g() > small_k::MAX_K);
+    for g in CASES.iter().map(case).chain(big) {
+        let x = seq(g.n * g.c_in * g.h * g.w, 0.1);
+        let wt = seq(g.c_out * (g.c_in / g.groups) * g.kh * g.kw, 0.7);
+        let bias = seq(g.c_out, 1.9);
+        let want = naive(&x, &wt, Some(&bias), &g);
+        let mut out = vec![f64::NAN; want.len()];
+        per_image::forward(&x, &wt, Some(&bias), &mut out, &g).unwrap();
+        assert_eq!(out, want, "{g:?}");
+        let gy = seq(want.len(), 2.3);
+        let want_no_bias = naive(&x, &wt, None, &g);
+        let mut dx = vec![7.0; x.len()];
+        per_image::grad_input(&gy, &wt, &mut dx, &g).unwrap();
+        let mut dw = vec![7.0; wt.len()];
+        per_image::grad_weight(&x, &gy, &mut dw, &g).unwrap();
+        assert_eq!(dot(&want_no_bias, &gy), dot(&x, &dx), "{g:?}");
+        assert_eq!(dot(&want_no_bias, &gy), dot(&wt, &dw), "{g:?}");
+        if g.n * g.c_in * g.h * g.w <= 200 {
+            for i in 0..x.len() {
+                let mut e = vec![0.0; x.len()];
+                e[i] = 1.0;
+                assert_eq!(dx[i], dot(&naive(&e, &wt, None, &g), &gy), "dx[{i}] {g:?}");
+            }
+            for i in 0..wt.len() {
+                let mut e = vec![0.0; wt.len()];
+                e[i] = 1.0;
+                assert_eq!(dw[i], dot(&naive(&x, &e, None, &g), &gy), "dw[{i}] {g:?}");
+            }
+        }
+    }
+}
+
+/// The per-image path gives the same bits on one and two threads (the stem conv's shape,
+/// smaller batch): images in parallel, weight-gradient slices summed in a fixed order.
+#[test]
+fn per_image_bitwise_identical_on_one_and_two_threads() {
+    let g = geo(10, 3, 32, 32, 16, [3, 3], [1, 1], [1, 1], [1, 1], 1);
+    assert!(per_image::suits(&g) && g.n * g.c_out * g.oh * g.ow * g.c_in * 9 >= GEMM_PAR_WORK);
+    let x: Vec<f32> = seq(g.n * g.c_in * g.h * g.w, 0.2).iter().map(|&v| v as f32 * 0.37).collect();
+    let wt: Vec<f32> = seq(g.c_out * g.c_in * 9, 0.4).iter().map(|&v| v as f32 * 0.11).collect();
+    let gy: Vec<f32> = seq(g.n * g.c_out * g.oh * g.ow, 0.6).iter().map(|&v| v as f32 * 0.23).collect();
+    let run = |threads| {
+        in_pool(threads, || {
+            let mut out = vec![0f32; gy.len()];
+            forward(&x, &wt, Some(&wt[..g.c_out]), &mut out, &g).unwrap();
+            let mut dx = vec![0f32; x.len()];
+            grad_input(&gy, &wt, &mut dx, &g).unwrap();
+            let mut dw = vec![0f32; wt.len()];
+            grad_weight(&x, &gy, &mut dw, &g).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            (bits(&out), bits(&dx), bits(&dw))
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(3));
+}
