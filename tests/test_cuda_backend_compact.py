@@ -149,11 +149,13 @@ def test_only_the_count_comes_back_to_the_host(cuda_device):
     try:
         a = mg.masked_select(x, mask)
         b = x.nonzero()
+        c = x[mask]
+        d = x[mask[:, 0]]
     finally:
         cuda_device.copy = real
-    assert a.numel() > 0 and b.numel() > 0
+    assert a.numel() > 0 and b.numel() > 0 and c.numel() > 0 and d.numel() > 0
     back_to_host = [c for c in copies if c[0] == "d2h"]
-    assert back_to_host == [("d2h", 8), ("d2h", 8)], copies
+    assert back_to_host == [("d2h", 8)] * 4, copies
     assert not [c for c in copies if c[0] == "h2d"], copies
 
 
@@ -174,6 +176,28 @@ def test_mask_indexing_reads_and_writes():
     same(on(x)[on(m2)], x[m2])
     same(on(x)[:, :, on(m1)], x[:, :, m1])
     same(on(x)[on(m2), 5:9], x[m2, 5:9])
+    for mask in (m3, m2, m2[:, 0]):
+        assert on(x)[on(mask)].stride() == x[mask].stride()
+        cpu_mask = mg.from_numpy(mask.numpy().copy())  # a CPU mask moves to the device
+        assert on(x)[cpu_mask].stride() == x[mask].stride()
+        same(on(x)[cpu_mask], x[mask])
+    xt = x.transpose(0, 2)  # not contiguous: the general path
+    m, _ = to_mg(xt)
+    mt = _data(tuple(xt.shape[:2]), torch.bool, seed=24)
+    same(m[on(mt)], xt[mt])
+    assert m[on(mt)].stride() == xt[mt].stride()
+    v = x[:, 1, ::3]  # a strided view indexed by a mask over all its dims
+    m, _ = to_mg(v)
+    mv = _data(tuple(v.shape), torch.bool, seed=25)
+    same(m[on(mv)], v[mv])
+    with pytest.raises(IndexError) as ref:
+        x[m2[:, :2]]
+    with pytest.raises(IndexError) as got:
+        on(x)[on(m2[:, :2])]
+    assert str(got.value) == str(ref.value)
+    e = torch.zeros(0, 3)
+    same(on(e)[on(torch.zeros(0, dtype=torch.bool))], e[torch.zeros(0, dtype=torch.bool)])
+    same(on(x)[on(torch.zeros(4, dtype=torch.bool))], x[torch.zeros(4, dtype=torch.bool)])
     for mask in (m3, m2):
         y, ym = x.clone(), on(x)
         vals = torch.arange(float(x[mask].numel())).reshape(x[mask].shape)
