@@ -16,7 +16,8 @@ import minigrad as mg
 from cuda_host.backend import REAL_GPU, back, cuda_device, on, same, to_mg  # noqa: F401  (cuda_device: autouse fixture)
 
 NUMERIC = [torch.float32, torch.float64, torch.int32, torch.int64]
-LONG = 3000  # longer than the bitonic path (2048): the one-thread introsort
+LONG = 3000  # longer than the bitonic path (2048): the multi-block stable sort
+BITONIC_MAX = 2048  # rows up to this long run the CPU's algorithms; longer ones the stable order
 
 
 def _ties(shape, dtype, seed=0, nan=True):
@@ -56,8 +57,10 @@ def test_sort_values_and_indices_match_torch(dtype, n, stable):
     x = _ties((rows, n), dtype, seed=n)
     for descending in (False, True):
         kw = {} if stable is None else {"stable": stable}
-        _pair(on(x).sort(dim=-1, descending=descending, **kw), x.sort(dim=-1, descending=descending, **kw))
-    same(on(x).argsort(dim=1), x.argsort(dim=1))
+        # rows longer than BITONIC_MAX: the stable order whatever `stable` says (specified)
+        ref = {"stable": True} if n > BITONIC_MAX else kw
+        _pair(on(x).sort(dim=-1, descending=descending, **kw), x.sort(dim=-1, descending=descending, **ref))
+    same(on(x).argsort(dim=1), x.argsort(dim=1, stable=n > BITONIC_MAX))
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
@@ -101,24 +104,34 @@ def test_topk_matches_torch_on_ties(dtype, n, k):
     x = _ties((4, n), dtype, seed=k)
     for largest in (True, False):
         for sorted_ in (True, False):
-            _pair(on(x).topk(k, largest=largest, sorted=sorted_), x.topk(k, largest=largest, sorted=sorted_))
-    _pair(on(x).t().topk(k, dim=0), x.t().topk(k, dim=0))
+            if n > BITONIC_MAX:  # the first k of the stable order (tests/test_cuda_backend_sort_long.py)
+                v, i = x.sort(descending=largest, stable=True)
+                _pair(on(x).topk(k, largest=largest, sorted=sorted_), (v[:, :k], i[:, :k]))
+            else:
+                _pair(on(x).topk(k, largest=largest, sorted=sorted_), x.topk(k, largest=largest, sorted=sorted_))
+    if n <= BITONIC_MAX:
+        _pair(on(x).t().topk(k, dim=0), x.t().topk(k, dim=0))
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize("n", [1, 2, 7, 64, LONG])
 def test_kthvalue_and_median_match_torch_on_ties(dtype, n):
     x = _ties((5, n), dtype, seed=n + 1)
+    long = n > BITONIC_MAX  # the stable order's pick (tests/test_cuda_backend_sort_long.py)
+    asc = x.sort(dim=1, stable=True)
     for k in sorted({1, (n + 1) // 2, n}):
-        _pair(on(x).kthvalue(k, 1), x.kthvalue(k, 1))
-        _pair(on(x).kthvalue(k, 1, keepdim=True), x.kthvalue(k, 1, keepdim=True))
+        want = (asc[0][:, k - 1], asc[1][:, k - 1]) if long else x.kthvalue(k, 1)
+        _pair(on(x).kthvalue(k, 1), want)
+        if not long:
+            _pair(on(x).kthvalue(k, 1, keepdim=True), x.kthvalue(k, 1, keepdim=True))
     _pair(on(x).median(1), x.median(1))
     _pair(on(x).median(-1, keepdim=True), x.median(-1, keepdim=True))
     same(on(x).median(), x.median())
     _pair(on(x).t().median(0), x.t().median(0))
     xn = _ties((5, n), dtype, seed=n + 2, nan=False)  # no NaN: the value of rank (n - 1) / 2
     _pair(on(xn).median(1), xn.median(1))
-    same(on(xn).median(), xn.median())
+    flat = xn.flatten().sort(stable=True)[0]
+    same(on(xn).median(), flat[(flat.numel() - 1) // 2] if xn.numel() > BITONIC_MAX else xn.median())
 
 
 def test_selection_edges():

@@ -450,7 +450,9 @@ pub trait Backend: Send + Sync {
     /// and `indices` (int64, positions in the row) are fresh and contiguous, `[rows, width]`
     /// with the width `SortOp` names. `src`'s dtype: any but bool for topk/kthvalue/median (the
     /// op layer refuses bool with torch's error). Values AND indices are the CPU's, ties and NaN
-    /// placement included (`kernels::sort` says which algorithm decides them).
+    /// placement included (`kernels::sort` says which algorithm decides them). A backend may
+    /// instead give long rows the stable order (ties in index order; torch leaves them
+    /// unspecified) and pick topk/kthvalue/median from it: CUDA does above 2048 (docs/gpu.md).
     ///
     /// Default: torch's NotImplementedError.
     fn sort(&self, op: SortOp, values: &Tensor, indices: &Tensor, src: &Tensor) -> Result<()> {

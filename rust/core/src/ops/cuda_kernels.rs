@@ -339,6 +339,9 @@ const SORT: CudaSource = CudaSource {
         Family { kernels: &["mg_sort<{T}>", "mg_sort_bitonic<{T}>"], types: ALL, ops: &[""] },
         // bool: torch refuses topk/kthvalue/median of bool before any kernel runs
         Family { kernels: &["mg_topk<{T}>", "mg_kthvalue<{T}>", "mg_median<{T}>"], types: NUMERIC, ops: &[""] },
+        // rows longer than BITONIC_MAX: block-sorted runs, then merge passes (sort.cu)
+        Family { kernels: &["mg_sort_runs<{T}>", "mg_sort_merge<{T}>"], types: ALL, ops: &[""] },
+        Family { kernels: &["mg_sort_pick<{T}>"], types: NUMERIC, ops: &[""] },
     ],
 };
 
@@ -365,7 +368,27 @@ pub const BITONIC_MAX: usize = 2048;
 /// `mg_sort_bitonic`'s block size (sort.cu's MG_SORT_THREADS).
 pub const SORT_THREADS: u32 = 256;
 
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM, SORT, SCAN];
+/// Every dtype, the narrow ones included: compaction moves data without arithmetic.
+const EVERY: &[(&str, &str)] = &[
+    ("float", "float"), ("double", "double"), ("int", "int"), ("long long", "long long"), ("bool", "bool"),
+    ("mg_half", "mg_half"), ("mg_bf16", "mg_bf16"), ("unsigned char", "unsigned char"), ("signed char", "signed char"), ("short", "short"),
+];
+
+const COMPACT: CudaSource = CudaSource {
+    name: "compact",
+    path: "rust/core/src/ops/compact.cu",
+    source: include_str!("compact.cu"),
+    families: &[
+        Family { kernels: &["mg_compact_count<{T}>", "mg_nonzero_write<{T}>", "mg_masked_select_write<{T}>"], types: EVERY, ops: &[""] },
+        Family { kernels: &["mg_compact_scan"], types: &[("", "")], ops: &[""] },
+    ],
+};
+
+/// `compact.cu`'s block size (MG_COMPACT_THREADS) and elements per block (MG_COMPACT_CHUNK).
+pub const COMPACT_THREADS: u32 = 256;
+pub const COMPACT_CHUNK: usize = 4096;
+
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM, SORT, SCAN, COMPACT];
 
 #[cfg(test)]
 mod tests {

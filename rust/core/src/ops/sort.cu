@@ -1,15 +1,20 @@
 // Sorting and selection along the last dim of contiguous rows (sort.rs: sort, argsort, topk,
-// kthvalue, median; the op layer moves the dim last). Values AND indices are the CPU's, bit for
-// bit, ties and NaN placement included (NaN ranks above every number; kernels/src/sort/):
+// kthvalue, median; the op layer moves the dim last). NaN ranks above every number.
 //
+// Rows of up to MG_BITONIC_MAX elements: values AND indices are the CPU's, bit for bit, ties
+// included (kernels/src/sort/):
 //   - which of equal values comes first is decided by the algorithm on the CPU (torch leaves it
 //     to libstdc++'s std::sort / nth_element / heaps for sort(stable=False) and topk, to ATen's
 //     quickselect for kthvalue). So the kernels below run the same algorithms, step for step,
 //     one thread per row (a port of kernels/src/sort/libstdcxx.rs and `quickselect`).
 //   - where the answer is the stable order (sort(stable=True), median's ties by index), any
-//     correct sort of (value, index) keys gives it: rows of up to MG_BITONIC_MAX elements are
-//     sorted by a block in shared memory (bitonic network), longer ones by the one-thread
-//     introsort with the index as tie-breaker (no scratch beyond the outputs).
+//     correct sort of (value, index) keys gives it: a block sorts the row in shared memory
+//     (bitonic network).
+// Longer rows (any number of them) are sorted in the stable order by many blocks (mg_sort_runs,
+// then mg_sort_merge passes, at the end of this file), WHATEVER `stable` says, and topk,
+// kthvalue and median pick from that order: values are the CPU's (up to the sign of a zero
+// that ties with another zero), and equal values come in index order (ties are unspecified in
+// torch; docs/gpu.md, "Sorting and scans").
 //
 // Kernels (instances in cuda_kernels.rs); src is [rows, n] (n >= 1), outputs [rows, width]:
 //   mg_sort<T>(T* values, long long* indices, const T* src, long long rows, long long n,
@@ -315,44 +320,59 @@ __global__ void mg_sort(T* values, long long* indices, const T* src, long long r
 // two (padding slots rank after every element). Keys (value, index) are distinct, so the
 // network's result is the one sorted order whatever its comparisons. blockDim.x must be
 // MG_SORT_THREADS; blocks stride over rows.
+namespace mg {
+
+// Sorts sv[0, len) (len <= MG_BITONIC_MAX) with its local indices si under the stable `order`,
+// by a bitonic network over the next power of two (padding slots, index >= len, rank after
+// every element). Keys (value, index) are distinct, so the network's result is the one sorted
+// order whatever its comparisons. The whole block calls it; ends with a barrier.
+template <class T>
+__device__ void bitonic_shared(T* sv, long long* si, const T* src, long long len, const Order& order) {
+  long long m = 1;
+  while (m < len) m <<= 1;
+  for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+    if (j < len) sv[j] = src[j];
+    si[j] = j;  // j >= len: padding, recognised by its index
+  }
+  __syncthreads();
+  for (long long size = 2; size <= m; size <<= 1) {
+    for (long long stride = size >> 1; stride > 0; stride >>= 1) {
+      for (long long j = threadIdx.x; j < m; j += blockDim.x) {
+        const long long p = j ^ stride;
+        if (p > j) {
+          const bool up = (j & size) == 0;
+          const bool jpad = si[j] >= len, ppad = si[p] >= len;
+          bool p_first;  // does the element at p belong before the one at j?
+          if (jpad || ppad) {
+            p_first = jpad && (!ppad || si[p] < si[j]);
+          } else {
+            p_first = order(Pair<T>{sv[p], si[p]}, Pair<T>{sv[j], si[j]});
+          }
+          if (p_first == up) {
+            const T tv = sv[j];
+            const long long ti = si[j];
+            sv[j] = sv[p], si[j] = si[p];
+            sv[p] = tv, si[p] = ti;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+}  // namespace mg
+
+// The stable order of a row of n <= MG_BITONIC_MAX (mg::bitonic_shared). blockDim.x must be
+// MG_SORT_THREADS; blocks stride over rows.
 template <class T>
 __global__ void mg_sort_bitonic(T* values, long long* indices, const T* src, long long rows, long long n,
                                 int descending) {
   __shared__ T sv[MG_BITONIC_MAX];
   __shared__ long long si[MG_BITONIC_MAX];
   const mg::Order order{descending != 0, true};
-  long long m = 1;
-  while (m < n) m <<= 1;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-    for (long long j = threadIdx.x; j < m; j += blockDim.x) {
-      if (j < n) sv[j] = src[r * n + j];
-      si[j] = j;  // j >= n: padding, recognised by its index
-    }
-    __syncthreads();
-    for (long long size = 2; size <= m; size <<= 1) {
-      for (long long stride = size >> 1; stride > 0; stride >>= 1) {
-        for (long long j = threadIdx.x; j < m; j += blockDim.x) {
-          const long long p = j ^ stride;
-          if (p > j) {
-            const bool up = (j & size) == 0;
-            const bool jpad = si[j] >= n, ppad = si[p] >= n;
-            bool p_first;  // does the element at p belong before the one at j?
-            if (jpad || ppad) {
-              p_first = jpad && (!ppad || si[p] < si[j]);
-            } else {
-              p_first = order(mg::Pair<T>{sv[p], si[p]}, mg::Pair<T>{sv[j], si[j]});
-            }
-            if (p_first == up) {
-              const T tv = sv[j];
-              const long long ti = si[j];
-              sv[j] = sv[p], si[j] = si[p];
-              sv[p] = tv, si[p] = ti;
-            }
-          }
-        }
-        __syncthreads();
-      }
-    }
+    mg::bitonic_shared(sv, si, src + r * n, n, order);
     for (long long j = threadIdx.x; j < n; j += blockDim.x) {
       values[r * n + j] = sv[j];
       indices[r * n + j] = si[j];
@@ -415,5 +435,93 @@ __global__ void mg_median(T* values, long long* indices, const T* src, T* sv, lo
     }
     values[r] = x[at];
     indices[r] = at;
+  }
+}
+
+// ----- rows longer than MG_BITONIC_MAX: sorted runs, then merge passes -----
+// The stable order of any row, by many blocks at once. mg_sort_runs sorts each run of
+// MG_BITONIC_MAX consecutive elements of a row in shared memory (indices are the row's); each
+// mg_sort_merge pass then merges pairs of sorted runs of `width` into runs of 2 * width, every
+// element placed by its rank: its place in its own run plus the number of elements of the other
+// run that come before it (a binary search under the same order). (value, index) keys are
+// distinct, so each pass is a permutation and the result is the one stable order, whatever the
+// grid. Both sort descending rows too (`order`); src, v/ix and ov/oi are [rows, n].
+//   mg_sort_runs<T>(T* v, long long* ix, const T* src, long long rows, long long n, int descending)
+//                       blockDim.x = MG_SORT_THREADS, blocks stride over the runs
+//   mg_sort_merge<T>(T* ov, long long* oi, const T* v, const long long* ix, long long rows,
+//                    long long n, long long width, int descending)       any grid and block
+//   mg_sort_pick<T>(T* values, long long* indices, const T* sv, const long long* si,
+//                   long long rows, long long n, long long k, int what)
+//                       from sorted rows: what 0: the first k (topk); 1: element k - 1
+//                       (kthvalue); 2: the median (the first NaN of a row that has one, else
+//                       element (n - 1) / 2)
+
+template <class T>
+__global__ void mg_sort_runs(T* v, long long* ix, const T* src, long long rows, long long n, int descending) {
+  __shared__ T sv[MG_BITONIC_MAX];
+  __shared__ long long si[MG_BITONIC_MAX];
+  const mg::Order order{descending != 0, true};
+  const long long runs = (n + MG_BITONIC_MAX - 1) / MG_BITONIC_MAX;
+  for (long long b = blockIdx.x; b < rows * runs; b += gridDim.x) {
+    const long long r = b / runs, start = (b % runs) * MG_BITONIC_MAX;
+    const long long len = n - start < MG_BITONIC_MAX ? n - start : MG_BITONIC_MAX;
+    mg::bitonic_shared(sv, si, src + r * n + start, len, order);
+    for (long long j = threadIdx.x; j < len; j += blockDim.x) {
+      v[r * n + start + j] = sv[j];
+      ix[r * n + start + j] = start + si[j];
+    }
+    __syncthreads();
+  }
+}
+
+template <class T>
+__global__ void mg_sort_merge(T* ov, long long* oi, const T* v, const long long* ix, long long rows, long long n,
+                              long long width, int descending) {
+  const mg::Order order{descending != 0, true};
+  for (long long e = mg::thread_start(); e < rows * n; e += mg::thread_step()) {
+    const long long r = e / n, j = e % n;
+    const long long lo = j / (2 * width) * (2 * width);
+    const long long mid = lo + width < n ? lo + width : n;
+    const long long hi = lo + 2 * width < n ? lo + 2 * width : n;
+    const mg::Pair<T> key{v[e], ix[e]};
+    // the other run, and where this element stands in its own
+    const bool in_a = j < mid;
+    long long first = in_a ? mid : lo, last = in_a ? hi : mid;
+    const long long own = in_a ? j - lo : j - mid;
+    const T* row_v = v + r * n;
+    const long long* row_i = ix + r * n;
+    while (first < last) {  // the first element of the other run not before `key`
+      const long long m = first + (last - first) / 2;
+      if (order(mg::Pair<T>{row_v[m], row_i[m]}, key)) first = m + 1;
+      else last = m;
+    }
+    const long long place = lo + own + (first - (in_a ? mid : lo));
+    ov[r * n + place] = key.v;
+    oi[r * n + place] = key.i;
+  }
+}
+
+template <class T>
+__global__ void mg_sort_pick(T* values, long long* indices, const T* sv, const long long* si, long long rows, long long n,
+                             long long k, int what) {
+  const long long width = what == 0 ? k : 1;
+  for (long long e = mg::thread_start(); e < rows * width; e += mg::thread_step()) {
+    const long long r = e / width, j = e % width;
+    const T* v = sv + r * n;
+    long long at = what == 0 ? j : k - 1;
+    if (what == 2) {
+      at = (n - 1) / 2;
+      if (mg::is_nan(v[n - 1])) {  // NaN sorts last: find the first of them (the row's first NaN)
+        long long first = 0, last = n - 1;
+        while (first < last) {
+          const long long m = first + (last - first) / 2;
+          if (mg::is_nan(v[m])) last = m;
+          else first = m + 1;
+        }
+        at = first;
+      }
+    }
+    values[e] = v[at];
+    indices[e] = si[r * n + at];
   }
 }

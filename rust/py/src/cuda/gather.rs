@@ -1,16 +1,14 @@
 //! Gathers and scatters on the GPU: along one dim (`gather.cu`: gather, index_select, scatter,
-//! scatter_add, index_add) and advanced indexing (`index.cu`: `x[indices]`, `index_put_`), and
-//! the two ops whose output size depends on the data (nonzero, masked_select), which run on the
-//! host between two copies. Scatters give each thread every update of the elements it owns, in
+//! scatter_add, index_add) and advanced indexing (`index.cu`: `x[indices]`, `index_put_`)
+//! (nonzero and masked_select: `compact.rs`). Scatters give each thread every update of the elements it owns, in
 //! order, so results never depend on timing (docs/gpu.md, "Gathers and scatters").
 
 use super::backend::Cuda;
 use super::kernels::ty;
 use super::launch::{Geometry, Operand, Params};
-use minigrad_core::device::{Backend, Device, ScatterOp, Walk};
-use minigrad_core::dtype::{DType, Scalar};
+use minigrad_core::device::{Backend, ScatterOp, Walk};
+use minigrad_core::dtype::Scalar;
 use minigrad_core::error::{Error, Result};
-use minigrad_core::layout::Layout;
 use minigrad_core::ops::copy::to_device_raw;
 use minigrad_core::tensor::Tensor;
 
@@ -133,23 +131,5 @@ impl Cuda {
         }
         p.shape(&g.shape).i64(g.numel as i64).ptr(pos.storage.as_ptr() as u64).i64(npos as i64);
         self.launch(&format!("mg_index_scatter<{}, {accumulate}>", ty(dst.dtype())), g.numel, &mut p)
-    }
-
-    /// `nonzero` through the host: the output's size depends on the data, so this synchronises
-    /// (as torch's does); the CPU kernel computes it and the result comes back to the device.
-    pub(super) fn nonzero_impl(&self, src: &Tensor) -> Result<Tensor> {
-        let host = to_device_raw(src, Device::Cpu)?;
-        let nz = minigrad_core::ops::mask::nonzero(&host)?;
-        // Keep torch's column-major layout: move the (k * n) memory itself, then view it.
-        let flat = Tensor { layout: Layout { shape: vec![nz.numel()], strides: vec![1], offset: 0 }, ..nz.clone() };
-        let dev = to_device_raw(&flat, self.device())?;
-        Ok(Tensor { layout: nz.layout.clone(), ..dev })
-    }
-
-    /// `masked_select` through the host, as `nonzero_impl`.
-    pub(super) fn masked_select_impl(&self, src: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (hs, hm) = (to_device_raw(src, Device::Cpu)?, to_device_raw(mask, Device::Cpu)?);
-        debug_assert_eq!(hm.dtype(), DType::Bool);
-        to_device_raw(&minigrad_core::ops::mask::masked_select_raw(&hs, &hm)?, self.device())
     }
 }

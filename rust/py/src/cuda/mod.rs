@@ -14,6 +14,8 @@ mod optim;
 mod random;
 mod reduce;
 mod sortscan;
+mod sortlong;
+mod compact;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};

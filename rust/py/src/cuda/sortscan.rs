@@ -1,7 +1,8 @@
 //! Sorting, selection and scans on the GPU (`sort.cu`, `scan.cu` beside their ops). The op layer
-//! hands over contiguous `[rows, n]` operands; each row is one thread's work (one block's for
-//! the bitonic stable sort of short rows), in the CPU's algorithm and order, so values and
-//! indices are the CPU's bit for bit (docs/gpu.md, "Sorting and scans").
+//! hands over contiguous `[rows, n]` operands; a row of up to BITONIC_MAX elements is one
+//! thread's work (one block's for the bitonic stable sort), in the CPU's algorithm and order, so
+//! values and indices are the CPU's bit for bit; longer rows take the multi-block stable sort
+//! (`sortlong.rs`) (docs/gpu.md, "Sorting and scans").
 
 use super::backend::Cuda;
 use super::kernels::ty;
@@ -28,6 +29,9 @@ impl Cuda {
         let (rows, n) = rows_n(&src);
         if rows == 0 || n == 0 {
             return Ok(());
+        }
+        if n > BITONIC_MAX {
+            return self.sort_long(op, values, indices, &src, rows, n);
         }
         let t = ty(src.dtype());
         let mut p = Params::new();

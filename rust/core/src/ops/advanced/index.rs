@@ -10,11 +10,15 @@ use crate::ops::copy::empty_with_layout;
 use crate::ops::iter_layout::iter_layout;
 use crate::tensor::Tensor;
 use super::{check_count, index_put, save_indices, saved_indices, NO_INDEX_ASSERT};
-use super::info::{row_major_offsets, Info};
+use super::info::{check_mask, row_major_offsets, Info};
+use crate::dtype::DType;
 
 /// `x[indices]` (torch's `index`): `None` entries leave their dim alone.
 pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     check_count(x, indices)?;
+    if let Some(out) = leading_mask(x, indices)? {
+        return Ok(out);
+    }
     let info = Info::new(x, indices)?;
     if info.indices.is_empty() {
         return Err(Error::Runtime(NO_INDEX_ASSERT.into()));
@@ -42,6 +46,36 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     }
     crate::device::backend_for(&[&out, x])?.index_gather(&out, x, &w)?;
     Ok(out)
+}
+
+/// `x[mask]` with one bool mask over x's leading dims, x contiguous (or the mask covering every
+/// dim): the kept elements in row-major order are exactly the picked rows, so the result is
+/// `masked_select` of x with the mask broadcast over the trailing dims, seen as
+/// `(n, *trailing)` -- torch's layout for these cases (contiguous). No index value is read on
+/// the host: on a device the compaction runs there and only the count comes back. `None` when
+/// the general path applies (its checks and errors are the same for these indices).
+fn leading_mask(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Option<Tensor>> {
+    let [Some(mask)] = indices else { return Ok(None) };
+    let k = mask.ndim();
+    if mask.dtype() != DType::Bool || k == 0 || k > x.ndim() {
+        return Ok(None);
+    }
+    let trailing = x.shape()[k..].to_vec();
+    if trailing.contains(&0) || (!trailing.is_empty() && !x.is_contiguous()) {
+        return Ok(None);
+    }
+    check_mask(&x.layout, mask, 0)?;
+    // torch takes a CPU mask for a tensor on another device: it moves (as in Info::new)
+    let mask = crate::ops::copy::to_device_raw(mask, x.device())?;
+    let mut layout = mask.layout.clone();
+    layout.shape.extend_from_slice(&trailing);
+    layout.strides.extend(trailing.iter().map(|_| 0isize));
+    let flat = crate::ops::mask::masked_select_raw(x, &mask.view_as_layout(layout))?;
+    let inner: usize = trailing.iter().product();
+    let mut shape = vec![flat.numel() / inner];
+    shape.extend_from_slice(&trailing);
+    let strides = crate::shape::contiguous_strides(&shape);
+    Ok(Some(Tensor { layout: Layout { shape, strides, offset: 0 }, ..flat }))
 }
 
 /// Differentiable `x[indices]` (IndexBackward0: saves the indices; the gradient is
