@@ -89,6 +89,9 @@ fn operand(op: BinaryOp, arg: &Arg, compute: DType, first: bool) -> Result<Tenso
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    if let Some(out) = super::compute::fast_binary(op, a, b, alpha)? {
+        return Ok(out);
+    }
     op.pre_check(a, b)?;
     check_int_pow(op, a, b)?;
     let shape = broadcast_shapes(a.shape(), b.shape())?;
