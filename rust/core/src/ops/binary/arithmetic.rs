@@ -11,7 +11,7 @@ use crate::ops::Arg;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
 use super::{output_like, BinaryOp};
-use super::compute::Mode;
+use super::compute::{Mode, Operand};
 use crate::device::backend_for;
 
 const INT_DIV_ZERO: &str = "ZeroDivisionError";
@@ -89,7 +89,7 @@ fn operand(op: BinaryOp, arg: &Arg, compute: DType, first: bool) -> Result<Tenso
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
-    if let Some(out) = super::compute::fast_binary(op, a, b, alpha)? {
+    if let Some(out) = super::compute::fast_binary(op, Operand::of(a), Operand::of(b), alpha)? {
         return Ok(out);
     }
     op.pre_check(a, b)?;
@@ -421,6 +421,16 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
     }
 }
 
+/// `binary(op, a, b)` when autograd records nothing and the small-call fast path
+/// (`compute::fast_binary`) takes it; None otherwise, and the caller runs `binary`. (With nothing
+/// to record, `binary`'s precheck has nothing to check: it looks only at inputs that require grad.)
+pub fn binary_unrecorded(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Option<Tensor>> {
+    if crate::autograd::should_record(&[a.tensor(), b.tensor()]) {
+        return Ok(None);
+    }
+    super::compute::fast_binary(op, a, b, None)
+}
+
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
     // Comparisons and bitwise ops record nothing, so torch never reads their inputs' grad_fn:
@@ -440,7 +450,10 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
     }
     let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
     let info = info_of(op, a, b, alpha);
-    save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+        // (add and sub save nothing: no copies of the operands' handles to make)
+        save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
+    }
     if saves_result(&info) {
         rec.save_output("result", &out, 0);
     }

@@ -264,6 +264,30 @@ fn row_major(t: &Tensor) -> bool {
     true
 }
 
+/// A binary op's operand, borrowed: what `ops::Arg` holds, without the copy of a tensor's
+/// handle (the bindings call the fast path with the Python objects' own tensors).
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Number(crate::dtype::Scalar),
+}
+
+impl<'a> Operand<'a> {
+    pub fn of(arg: &'a crate::ops::Arg) -> Operand<'a> {
+        match arg {
+            crate::ops::Arg::Tensor(t) => Operand::Tensor(t),
+            crate::ops::Arg::Scalar(s) => Operand::Number(*s),
+        }
+    }
+
+    pub fn tensor(self) -> Option<&'a Tensor> {
+        match self {
+            Operand::Tensor(t) => Some(t),
+            Operand::Number(_) => None,
+        }
+    }
+}
+
 /// `dst[i] = f(a[i], b[i])`, `f(a[i], s)` or `f(s, a[i])` over slices, as a `simd::exec` body.
 struct Flat<'a, T, F> {
     dst: &'a mut [T],
@@ -308,9 +332,8 @@ impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for Flat<'_, T, F> {
 /// shape and dtype, and each element is the general path's closure applied to the two elements
 /// (the number rounded to the dtype first, as the general path's 0-d operand is). Returns None
 /// for every other call, which takes the general path.
-pub(crate) fn fast_binary(op: BinaryOp, a: &crate::ops::Arg, b: &crate::ops::Arg, alpha: Option<crate::dtype::Scalar>) -> crate::error::Result<Option<Tensor>> {
+pub(crate) fn fast_binary(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<crate::dtype::Scalar>) -> crate::error::Result<Option<Tensor>> {
     use crate::dtype::Scalar;
-    use crate::ops::Arg;
     if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div) {
         return Ok(None);
     }
@@ -320,9 +343,9 @@ pub(crate) fn fast_binary(op: BinaryOp, a: &crate::ops::Arg, b: &crate::ops::Arg
         _ => return Ok(None),
     }
     let (t, other, scalar, scalar_first) = match (a, b) {
-        (Arg::Tensor(x), Arg::Tensor(y)) => (x, Some(y), None, false),
-        (Arg::Tensor(x), Arg::Scalar(s)) => (x, None, Some(*s), false),
-        (Arg::Scalar(s), Arg::Tensor(y)) => (y, None, Some(*s), true),
+        (Operand::Tensor(x), Operand::Tensor(y)) => (x, Some(y), None, false),
+        (Operand::Tensor(x), Operand::Number(s)) => (x, None, Some(s), false),
+        (Operand::Number(s), Operand::Tensor(y)) => (y, None, Some(s), true),
         _ => return Ok(None),
     };
     let dtype = t.dtype();
