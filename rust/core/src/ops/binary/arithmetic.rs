@@ -245,8 +245,10 @@ fn wrapped(a: &Arg) -> crate::error::Result<Tensor> {
 struct BinaryInfo {
     op: BinaryOp,
     alpha: f64,
-    a_shape: Vec<usize>,
-    b_shape: Vec<usize>,
+    /// The operands' shapes for `sum_to`, None where an operand has the result's shape (its
+    /// gradient then needs no reduction: `sum_to` would return it as it is).
+    a_shape: Option<Vec<usize>>,
+    b_shape: Option<Vec<usize>>,
     a_number: bool,
     b_number: bool,
 }
@@ -393,8 +395,12 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
         }
         _ => (None, None),
     };
-    let ga = ga.map(|t| sum_to(&t, &info.a_shape)).transpose()?;
-    let gb = gb.map(|t| sum_to(&t, &info.b_shape)).transpose()?;
+    let reduce = |t: Tensor, shape: &Option<Vec<usize>>| match shape {
+        Some(s) => sum_to(&t, s),
+        None => Ok(t),
+    };
+    let ga = ga.map(|t| reduce(t, &info.a_shape)).transpose()?;
+    let gb = gb.map(|t| reduce(t, &info.b_shape)).transpose()?;
     Ok(vec![ga, gb])
 }
 
@@ -405,7 +411,8 @@ fn sub_one(e: &Tensor) -> Result<Tensor> {
     crate::ops::formulas::add_s(e, -1.0)
 }
 
-fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo {
+fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>, out_shape: &[usize]) -> BinaryInfo {
+    let shape_of = |x: &Arg| (x.shape() != out_shape).then(|| x.shape().to_vec());
     // For number ** tensor and tensor ** number the number rides in `alpha`.
     let alpha = match (op, a, b) {
         (BinaryOp::Pow, _, Arg::Scalar(s)) | (BinaryOp::Pow, Arg::Scalar(s), _) => s.to_f64(),
@@ -414,8 +421,8 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
     BinaryInfo {
         op,
         alpha,
-        a_shape: a.shape().to_vec(),
-        b_shape: b.shape().to_vec(),
+        a_shape: shape_of(a),
+        b_shape: shape_of(b),
         a_number: matches!(a, Arg::Scalar(_)),
         b_number: matches!(b, Arg::Scalar(_)),
     }
@@ -449,7 +456,7 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
         return Ok(out);
     }
     let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
-    let info = info_of(op, a, b, alpha);
+    let info = info_of(op, a, b, alpha, out.shape());
     if !matches!(op, BinaryOp::Add | BinaryOp::Sub) {
         // (add and sub save nothing: no copies of the operands' handles to make)
         save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
@@ -468,7 +475,7 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
     let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
     let rec = rec.filter(|_| is_differentiable(op));
     let aa = Arg::Tensor(a.clone());
-    let info = info_of(op, &aa, b, alpha);
+    let info = info_of(op, &aa, b, alpha, a.shape());
     let mut rec = match rec {
         Some(mut rec) => {
             // `self` as the formula needs it is the value *before* the write (R14).
