@@ -111,56 +111,11 @@ def _binary_function(name, method):
     return function
 
 
-def _not_implemented_on_type_error(f):
-    """torch's operators answer NotImplemented to operands they cannot take, so Python can try the
-    other operand (and words the final TypeError itself)."""
-
-    def wrapper(self, *args, **kwargs):
-        # torch's wrapper takes anything: a direct call with the wrong arguments
-        # (`x.__add__()`) answers NotImplemented too
-        try:
-            return f(self, *args, **kwargs)
-        except TypeError:
-            return NotImplemented
-
-    wrapper.__name__ = f.__name__
-    return wrapper
-
-
-_NO_ARG = object()
-
-
-def _operator(op):
-    # Each is one Python frame (the per-op cost of `x + y`), answering NotImplemented like
-    # `_not_implemented_on_type_error`: to a TypeError, and to any other arguments.
-    def forward(self, other=_NO_ARG, *args, **kwargs):
-        if other is _NO_ARG or args or kwargs:
-            return NotImplemented
-        try:
-            return _C.binary(self, other, op)
-        except TypeError:
-            return NotImplemented
-
-    def reflected(self, other=_NO_ARG, *args, **kwargs):
-        if other is _NO_ARG or args or kwargs:
-            return NotImplemented
-        try:
-            if op == "div":
-                # torch computes `number / x` as `x.reciprocal() * number`
-                return _C.binary(_C.unary(self, "reciprocal"), other, "mul")
-            return _C.binary(other, self, op)
-        except TypeError:
-            return NotImplemented
-
-    def inplace(self, other=_NO_ARG, *args, **kwargs):
-        if other is _NO_ARG or args or kwargs:
-            return NotImplemented
-        try:
-            return _C.binary_(self, other, op)
-        except TypeError:
-            return NotImplemented
-
-    return forward, reflected, inplace
+def _operator(name):
+    # Rust methods of TensorBase (rust/py/src/operators.rs): installed as __<op>__ they cost
+    # no Python frame, and they answer NotImplemented to wrong arguments as torch's do.
+    return (getattr(_C.TensorBase, f"_op_{name}"), getattr(_C.TensorBase, f"_op_r{name}"),
+            getattr(_C.TensorBase, f"_op_i{name}"))
 
 
 for _name, _op in UNARY_OPS.items():
@@ -178,8 +133,8 @@ for _name, _op in BINARY_OPS.items():
         add_method(_name + "_", _m_)
     add_function(_name, _binary_function(_name, _m))
 
-for _name, _op in OPERATORS.items():
-    _f, _r, _i = _operator(_op)
+for _name in OPERATORS:
+    _f, _r, _i = _operator(_name)
     add_method(f"__{_name}__", _f)
     add_method(f"__r{_name}__", _r)
     add_method(f"__i{_name}__", _i)
@@ -432,14 +387,5 @@ def __invert__(self):
     return _C.unary(self, "bitwise_not")
 
 
-def _comparison(name, op):
-    def compare(self, other):
-        return _C.binary(self, other, op)
-
-    compare.__name__ = name
-    return _named(_not_implemented_on_type_error(compare), name)
-
-
-for _name, _op in (("__eq__", "eq"), ("__ne__", "ne"), ("__lt__", "lt"), ("__le__", "le"), ("__gt__", "gt"),
-                   ("__ge__", "ge")):
-    add_method(_name, _comparison(_name, _op))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    add_method(f"__{_name}__", getattr(_C.TensorBase, f"_op_{_name}"))

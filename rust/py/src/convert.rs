@@ -86,11 +86,27 @@ pub fn wrap_view(py: Python<'_>, t: Tensor, _of: &Bound<'_, TensorBase>) -> PyRe
     wrap(py, t)
 }
 
+/// A `minigrad.Size` of `dims`, built as `tuple.__new__(Size, dims)` builds it (what
+/// `Size.__new__` returns for ints) without running `Size.__new__`'s Python frame: `x.shape`
+/// is read in every shape check, so this is a per-op cost.
 pub fn make_size(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {
-    let tup = PyTuple::new(py, dims)?;
-    match SIZE_CLASS.get(py) {
-        Some(cls) => Ok(cls.bind(py).call1((tup,))?.unbind()),
-        None => Ok(tup.into_any().unbind()),
+    let Some(cls) = SIZE_CLASS.get(py) else { return Ok(PyTuple::new(py, dims)?.into_any().unbind()) };
+    let tp = cls.as_ptr() as *mut pyo3::ffi::PyTypeObject;
+    // SAFETY: `cls` is the registered `Size`, a tuple subclass with `__slots__ = ()`, so its
+    // instances are tuples: `tp_alloc(cls, n)` gives one of length n with zeroed (null) items,
+    // owned by us, into which `PyTuple_SET_ITEM` moves one new reference per slot, exactly as
+    // CPython's `tuple_subtype_new` fills it (a tuple may be freed with null items left).
+    unsafe {
+        let alloc = (*tp).tp_alloc.unwrap_or(pyo3::ffi::PyType_GenericAlloc);
+        let obj = alloc(tp, dims.len() as pyo3::ffi::Py_ssize_t);
+        if obj.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let obj = Bound::from_owned_ptr(py, obj);
+        for (i, &d) in dims.iter().enumerate() {
+            pyo3::ffi::PyTuple_SET_ITEM(obj.as_ptr(), i as pyo3::ffi::Py_ssize_t, d.into_pyobject(py)?.into_ptr());
+        }
+        Ok(obj.unbind())
     }
 }
 

@@ -110,12 +110,49 @@ pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &s
     let op_name = op;
     let name = name.unwrap_or(op);
     let op = binary_op(op)?;
+    if alpha.is_none() {
+        if let Some(out) = binary_small(py, a, b, op)? {
+            return wrap(py, out);
+        }
+    }
     let (x, y) = (to_arg(a, name)?, to_arg(b, name)?);
     let alpha = alpha_of(alpha, name)?;
     let n = work(&x).max(work(&y));
     let floor_divide = op_name == "floor_divide";
     let out = run(py, n, move || if floor_divide { binops::floor_divide(&x, &y) } else { binops::binary(op, &x, &y, alpha) })?;
     wrap(py, out)
+}
+
+/// A Python float or int (not bool, not a NumPy scalar) as a core number; None for anything
+/// else, which the general path converts or refuses.
+fn plain_number(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if obj.is_exact_instance_of::<pyo3::types::PyFloat>() {
+        return obj.extract::<f64>().ok().map(Scalar::Float);
+    }
+    if obj.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return obj.extract::<i64>().ok().map(Scalar::Int);
+    }
+    None
+}
+
+fn small_operand<'a>(t: &'a Option<PyRef<'_, TensorBase>>, obj: &Bound<'_, PyAny>) -> Option<binops::Operand<'a>> {
+    match t {
+        Some(t) => Some(binops::Operand::Tensor(&t.t)),
+        None => plain_number(obj).map(binops::Operand::Number),
+    }
+}
+
+/// The small-call fast path (`binops::binary_unrecorded`) on the Python objects' own tensors,
+/// borrowed rather than copied out: it never releases the GIL (its calls are below the release
+/// threshold) and queues no warnings. None when it does not apply.
+fn binary_small(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<Option<Tensor>> {
+    let (ta, tb) = (a.cast::<TensorBase>().ok().map(|t| t.borrow()), b.cast::<TensorBase>().ok().map(|t| t.borrow()));
+    let (Some(x), Some(y)) = (small_operand(&ta, a), small_operand(&tb, b)) else { return Ok(None) };
+    let _ = py;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| binops::binary_unrecorded(op, x, y))) {
+        Ok(r) => r.map_err(to_py),
+        Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the binary fast path")),
+    }
 }
 
 #[pyfunction]

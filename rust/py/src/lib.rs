@@ -26,6 +26,7 @@ mod optim;
 mod reduce;
 mod scan_sort;
 mod tensor;
+mod operators;
 
 #[pymodule]
 fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -11,7 +11,7 @@ use crate::ops::Arg;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
 use super::{output_like, BinaryOp};
-use super::compute::Mode;
+use super::compute::{Mode, Operand};
 use crate::device::backend_for;
 
 const INT_DIV_ZERO: &str = "ZeroDivisionError";
@@ -89,6 +89,9 @@ fn operand(op: BinaryOp, arg: &Arg, compute: DType, first: bool) -> Result<Tenso
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    if let Some(out) = super::compute::fast_binary(op, Operand::of(a), Operand::of(b), alpha)? {
+        return Ok(out);
+    }
     op.pre_check(a, b)?;
     check_int_pow(op, a, b)?;
     let shape = broadcast_shapes(a.shape(), b.shape())?;
@@ -242,8 +245,10 @@ fn wrapped(a: &Arg) -> crate::error::Result<Tensor> {
 struct BinaryInfo {
     op: BinaryOp,
     alpha: f64,
-    a_shape: Vec<usize>,
-    b_shape: Vec<usize>,
+    /// The operands' shapes for `sum_to`, None where an operand has the result's shape (its
+    /// gradient then needs no reduction: `sum_to` would return it as it is).
+    a_shape: Option<Vec<usize>>,
+    b_shape: Option<Vec<usize>>,
     a_number: bool,
     b_number: bool,
 }
@@ -390,8 +395,12 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
         }
         _ => (None, None),
     };
-    let ga = ga.map(|t| sum_to(&t, &info.a_shape)).transpose()?;
-    let gb = gb.map(|t| sum_to(&t, &info.b_shape)).transpose()?;
+    let reduce = |t: Tensor, shape: &Option<Vec<usize>>| match shape {
+        Some(s) => sum_to(&t, s),
+        None => Ok(t),
+    };
+    let ga = ga.map(|t| reduce(t, &info.a_shape)).transpose()?;
+    let gb = gb.map(|t| reduce(t, &info.b_shape)).transpose()?;
     Ok(vec![ga, gb])
 }
 
@@ -402,7 +411,8 @@ fn sub_one(e: &Tensor) -> Result<Tensor> {
     crate::ops::formulas::add_s(e, -1.0)
 }
 
-fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo {
+fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>, out_shape: &[usize]) -> BinaryInfo {
+    let shape_of = |x: &Arg| (x.shape() != out_shape).then(|| x.shape().to_vec());
     // For number ** tensor and tensor ** number the number rides in `alpha`.
     let alpha = match (op, a, b) {
         (BinaryOp::Pow, _, Arg::Scalar(s)) | (BinaryOp::Pow, Arg::Scalar(s), _) => s.to_f64(),
@@ -411,11 +421,21 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> BinaryInfo 
     BinaryInfo {
         op,
         alpha,
-        a_shape: a.shape().to_vec(),
-        b_shape: b.shape().to_vec(),
+        a_shape: shape_of(a),
+        b_shape: shape_of(b),
         a_number: matches!(a, Arg::Scalar(_)),
         b_number: matches!(b, Arg::Scalar(_)),
     }
+}
+
+/// `binary(op, a, b)` when autograd records nothing and the small-call fast path
+/// (`compute::fast_binary`) takes it; None otherwise, and the caller runs `binary`. (With nothing
+/// to record, `binary`'s precheck has nothing to check: it looks only at inputs that require grad.)
+pub fn binary_unrecorded(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Option<Tensor>> {
+    if crate::autograd::should_record(&[a.tensor(), b.tensor()]) {
+        return Ok(None);
+    }
+    super::compute::fast_binary(op, a, b, None)
 }
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
@@ -436,8 +456,11 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
         return Ok(out);
     }
     let Some(mut rec) = crate::autograd::Recorder::new(&[a.tensor(), b.tensor()])? else { return Ok(out) };
-    let info = info_of(op, a, b, alpha);
-    save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
+    let info = info_of(op, a, b, alpha, out.shape());
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub) {
+        // (add and sub save nothing: no copies of the operands' handles to make)
+        save_binary(&mut rec, &info, &wrapped(a)?, &wrapped(b)?)?;
+    }
     if saves_result(&info) {
         rec.save_output("result", &out, 0);
     }
@@ -452,7 +475,7 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
     let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
     let rec = rec.filter(|_| is_differentiable(op));
     let aa = Arg::Tensor(a.clone());
-    let info = info_of(op, &aa, b, alpha);
+    let info = info_of(op, &aa, b, alpha, a.shape());
     let mut rec = match rec {
         Some(mut rec) => {
             // `self` as the formula needs it is the value *before* the write (R14).
