@@ -27,12 +27,12 @@ pub fn suits(g: &Geometry) -> bool {
 /// Whether the forward runs here: large planes, or shallow sums (`small_k`, which has no
 /// per-call packing, so small planes suit it too).
 pub fn suits_forward(g: &Geometry) -> bool {
-    suits(g) || g.rows_g() <= small_k::MAX_K
+    suits(g) || (g.oh * g.ow > 0 && g.rows_g() <= small_k::MAX_K)
 }
 
 /// Whether the input gradient runs here (its sum runs over Cout_g).
 pub fn suits_input_grad(g: &Geometry) -> bool {
-    suits(g) || g.cout_g() <= small_k::MAX_K
+    suits(g) || (g.oh * g.ow > 0 && g.cout_g() <= small_k::MAX_K)
 }
 
 /// Runs `f(i, out_i)` for every image, in parallel over images when the job is big enough;
