@@ -471,10 +471,12 @@ def test_large_full_sum_is_accurate():
 
 
 @pytest.mark.parametrize("ord", [0, 0.5, 1, 2, 3, math.inf, -math.inf, -1, -2])
-@pytest.mark.parametrize("shape, dim", [((), None), ((1,), None), ((2, 1), 1), ((1, 3), 0), ((2, 2), 1)])
+@pytest.mark.parametrize("shape, dim", [((), None), ((1,), None), ((2, 1), 1), ((1, 3), 0), ((2, 2), 1),
+                                        ((), 0), ((), -1), ((), (0,)), ((), ()), ((1,), 0)])
 def test_norm_of_single_elements_is_their_magnitude(ord, shape, dim):
     # torch skips the reduction when each output reduces one element, so a square that would
-    # underflow (1e-200 ** 2) is not lost; larger reductions underflow in both libraries alike
+    # underflow (1e-200 ** 2) is not lost; larger reductions underflow in both libraries alike.
+    # A 0-d tensor with an explicit dim is reduced (torch has no dim size to check there).
     values = np.resize(np.array([5e-300, -3.0, 1.65e-294, 0.0]), shape)
     t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     m = mg.tensor(values, dtype=mg.float64, requires_grad=True)

@@ -62,7 +62,10 @@ pub fn vector_norm_raw(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool
     let mask = dim_mask(dims, x.ndim(), true, DimCheck::InTurn)?;
     let out_dtype = dtype.unwrap_or(x.dtype());
     let out_shape = reduced_shape(x.shape(), &mask, keepdim);
-    if ord != 0.0 && x.numel() > 0 && reduced_numel(x.shape(), &mask) == 1 {
+    // torch checks the size of each named dim, and a 0-d tensor has none to check: with an
+    // explicit dim it runs the reduction (the 2-norm of a 0-d 1e-200 underflows to 0 there).
+    let zero_d_with_dims = x.ndim() == 0 && dims.is_some_and(|ds| !ds.is_empty());
+    if ord != 0.0 && x.numel() > 0 && reduced_numel(x.shape(), &mask) == 1 && !zero_d_with_dims {
         // Each output reduces one element: torch returns |x| without running the reduction, so
         // a square that would underflow (the 2-norm of 1e-200) is not lost. Order 0 still counts.
         let a = crate::ops::copy::contiguous_raw(&crate::ops::copy::to_dtype_raw(&unary_raw(UnaryOp::Abs, x)?, out_dtype)?)?;
