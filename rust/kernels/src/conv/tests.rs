@@ -129,17 +129,7 @@ fn gradients_elementwise() {
             grad_input_in_chunks(&gy, &wt, &mut dx, &g, budget).unwrap();
             let mut dw = vec![0.0; wt.len()];
             grad_weight_in_chunks(&x, &gy, &mut dw, &g, budget).unwrap();
-            // conv is linear in x: d<conv(x,w),gy>/dx_i = <conv(e_i, w), gy>.
-            for i in 0..x.len() {
-                let mut e = vec![0.0; x.len()];
-                e[i] = 1.0;
-                assert_eq!(dx[i], dot(&naive(&e, &wt, None, &g), &gy), "dx[{i}] {g:?}");
-            }
-            for i in 0..wt.len() {
-                let mut e = vec![0.0; wt.len()];
-                e[i] = 1.0;
-                assert_eq!(dw[i], dot(&naive(&x, &e, None, &g), &gy), "dw[{i}] {g:?}");
-            }
+            assert_grads_match_basis(&x, &wt, &gy, &dx, &dw, &g, "in chunks");
         }
     }
 }
@@ -173,6 +163,21 @@ fn im2col_and_col2im_with_row_stride() {
     let mut cols1 = vec![0.0; rows * p];
     im2col(&x, g.c_in, &g, &mut cols1, p);
     assert_eq!(dot(&cols1, &own), dot(&x, &back));
+}
+
+/// conv is linear in x and in w, so each gradient element is <conv(e_i), gy>, the product of
+/// the upstream gradient with the conv of a basis vector: `dx` and `dw` must equal it exactly.
+pub(super) fn assert_grads_match_basis(x: &[f64], wt: &[f64], gy: &[f64], dx: &[f64], dw: &[f64], g: &Geometry, what: &str) {
+    for i in 0..x.len() {
+        let mut e = vec![0.0; x.len()];
+        e[i] = 1.0;
+        assert_eq!(dx[i], dot(&naive(&e, wt, None, g), gy), "dx[{i}] {g:?} {what}");
+    }
+    for i in 0..wt.len() {
+        let mut e = vec![0.0; wt.len()];
+        e[i] = 1.0;
+        assert_eq!(dw[i], dot(&naive(x, &e, None, g), gy), "dw[{i}] {g:?} {what}");
+    }
 }
 
 pub(super) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
@@ -235,16 +240,7 @@ fn per_image_path_matches_the_definition() {
         assert_eq!(dot(&want_no_bias, &gy), dot(&x, &dx), "{g:?}");
         assert_eq!(dot(&want_no_bias, &gy), dot(&wt, &dw), "{g:?}");
         if g.n * g.c_in * g.h * g.w <= 200 {
-            for i in 0..x.len() {
-                let mut e = vec![0.0; x.len()];
-                e[i] = 1.0;
-                assert_eq!(dx[i], dot(&naive(&e, &wt, None, &g), &gy), "dx[{i}] {g:?}");
-            }
-            for i in 0..wt.len() {
-                let mut e = vec![0.0; wt.len()];
-                e[i] = 1.0;
-                assert_eq!(dw[i], dot(&naive(&x, &e, None, &g), &gy), "dw[{i}] {g:?}");
-            }
+            assert_grads_match_basis(&x, &wt, &gy, &dx, &dw, &g, "per image");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! exact and compared with `==`; random f32 data is compared with the f64 definition under the
 //! documented tolerance.
 
-use super::super::tests::{dot, geo, in_pool, naive, seq};
+use super::super::tests::{assert_grads_match_basis, dot, geo, in_pool, naive, seq};
 use super::*;
 
 /// (batch, c_in, c_out, h, w, padding): odd and even sizes, paddings 0-2 (also mixed), batch 1,
@@ -76,17 +76,7 @@ fn exact_on_dyadic_data_in_f64() {
             if budget != CHUNK_BUDGET {
                 continue;
             }
-            // conv is linear in x and in w: each gradient element is <conv(e_i), gy>.
-            for i in 0..x.len() {
-                let mut e = vec![0.0; x.len()];
-                e[i] = 1.0;
-                assert_eq!(dx[i], dot(&naive(&e, &wt, None, &g), &gy), "dx[{i}] {g:?} budget {budget}");
-            }
-            for i in 0..wt.len() {
-                let mut e = vec![0.0; wt.len()];
-                e[i] = 1.0;
-                assert_eq!(dw[i], dot(&naive(&x, &e, None, &g), &gy), "dw[{i}] {g:?} budget {budget}");
-            }
+            assert_grads_match_basis(&x, &wt, &gy, &dx, &dw, &g, "winograd");
         }
     }
     assert!(uneven > 0, "some budget must split a batch unevenly");

@@ -17,10 +17,12 @@
 //! `simd::exec`, so the reducers' fixed-lane loops are vectorised with the machine's widest
 //! registers; the lanes (and so the order of additions) are fixed by the code, not the width.
 
-/// Input elements from which a reduction splits over threads: half the elementwise threshold
-/// (`parallel::PAR_MIN_ELEMS`), since a reduction reads its input and writes next to nothing,
-/// so from 1e5 float32 elements (about 4-5 us of work at one thread) two threads pay.
-pub(crate) const PAR_MIN_REDUCE: usize = 1 << 16;
+/// Input elements from which a reduction splits over threads. 2^16 was tried (a reduction
+/// writes next to nothing, and 1e5 float32 elements are 4-5 us of work at one thread), but the
+/// quiet two-thread bench of 2026-11-27 read the 1e5 cases at 2.2-5.5x torch split, against
+/// 1.2-1.8x serial the night before: the fork-join and a sleeping worker's wake-up cost more
+/// than half of 5 us. Back at 2^17, where 1e5 runs on the calling thread.
+pub(crate) const PAR_MIN_REDUCE: usize = 1 << 17;
 
 mod geometry;
 mod inner;

@@ -23,15 +23,7 @@ fn geometry_drops_unit_dims_and_coalesces() {
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn data(n: usize) -> Vec<f32> {
-    let mut s = 0x2545F4914F6CDD1Du64;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    crate::test_data::pseudo_random(n, 0x2545F4914F6CDD1D, -1.0, 2.0)
 }
 
 /// Sums `x` (laid out as shape/strides/offset) over `mask` with a pool of `threads`.

@@ -233,15 +233,7 @@ mod tests {
     use super::*;
 
     fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 21) as f32 - 4.0
-            })
-            .collect()
+        crate::test_data::pseudo_random(n, seed, -4.0, 8.0)
     }
 
     #[test]
