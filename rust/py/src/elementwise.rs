@@ -110,8 +110,8 @@ pub fn binary(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: &s
     let op_name = op;
     let name = name.unwrap_or(op);
     let op = binary_op(op)?;
-    if alpha.is_none() {
-        if let Some(out) = binary_small(py, a, b, op)? {
+    if op_name != "floor_divide" {
+        if let Some(out) = binary_small(py, a, b, op, alpha)? {
             return wrap(py, out);
         }
     }
@@ -142,27 +142,66 @@ fn small_operand<'a>(t: &'a Option<PyRef<'_, TensorBase>>, obj: &Bound<'_, PyAny
     }
 }
 
-/// The small-call fast path (`binops::binary_unrecorded`) on the Python objects' own tensors,
-/// borrowed rather than copied out: it never releases the GIL (its calls are below the release
-/// threshold) and queues no warnings. None when it does not apply.
-fn binary_small(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<Option<Tensor>> {
-    let (ta, tb) = (a.cast::<TensorBase>().ok().map(|t| t.borrow()), b.cast::<TensorBase>().ok().map(|t| t.borrow()));
-    let (Some(x), Some(y)) = (small_operand(&ta, a), small_operand(&tb, b)) else { return Ok(None) };
-    let _ = py;
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| binops::binary_unrecorded(op, x, y))) {
-        Ok(r) => r.map_err(to_py),
-        Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the binary fast path")),
+/// Whether a small call may borrow the Python objects' tensors for the whole core call instead
+/// of copying their handles out (`binops::binary_operands`): it never releases the GIL, and no
+/// Python code runs inside it that could want one of them mutably (`x.data = y`): anomaly mode
+/// (traces) and saved-tensor hooks call into Python while an op records, so they take the
+/// general path.
+fn may_borrow(numel: usize) -> bool {
+    use minigrad_core::autograd::{mode, saved_hooks};
+    numel < crate::errors::GIL_RELEASE_ELEMS && !mode::is_anomaly_enabled() && saved_hooks::current().is_none()
+}
+
+/// A small call's alpha: absent, or a plain number (anything else takes the general path,
+/// which words its errors).
+fn small_alpha(alpha: Option<&Bound<'_, PyAny>>) -> Option<Option<Scalar>> {
+    match alpha {
+        None => Some(None),
+        Some(a) => plain_number(a).map(Some),
     }
+}
+
+/// `binary` on the Python objects' own tensors, borrowed rather than copied out (the core's
+/// small-call fast path then allocates only the result and its node). None when it does not
+/// apply.
+fn binary_small(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: BinaryOp, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
+    let (ta, tb) = (a.cast::<TensorBase>().ok().map(|t| t.borrow()), b.cast::<TensorBase>().ok().map(|t| t.borrow()));
+    let (Some(x), Some(y), Some(alpha)) = (small_operand(&ta, a), small_operand(&tb, b), small_alpha(alpha)) else { return Ok(None) };
+    let numel = |o: &binops::Operand<'_>| o.tensor().map_or(1, |t| t.numel());
+    if !may_borrow(numel(&x).max(numel(&y))) {
+        return Ok(None);
+    }
+    run(py, 0, move || binops::binary_operands(op, x, y, alpha)).map(Some)
+}
+
+/// `binary_` on the Python objects' own tensors (see `binary_small`); false when it does not
+/// apply and nothing ran.
+fn binary_small_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: BinaryOp, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    let ta = a.borrow();
+    let tb = b.cast::<TensorBase>().ok().map(|t| t.borrow());
+    let (Some(y), Some(alpha)) = (small_operand(&tb, b), small_alpha(alpha)) else { return Ok(false) };
+    if !may_borrow(ta.t.numel()) {
+        return Ok(false);
+    }
+    let x = &ta.t;
+    run(py, 0, move || binops::binary_operand_(op, x, y, alpha))?;
+    Ok(true)
 }
 
 #[pyfunction]
 #[pyo3(signature = (a, b, op, alpha=None, name=None))]
 pub fn binary_(py: Python<'_>, a: &Bound<'_, TensorBase>, b: &Bound<'_, PyAny>, op: &str, alpha: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<Py<PyAny>> {
-    let name = name.map(|n| n.to_string()).unwrap_or_else(|| format!("{}_", op));
-    let name = name.as_str();
     // `floor_divide` (not `div_floor`, div's rounding mode) has no derivative in torch
     let floor_divide = op == "floor_divide";
+    let name = match name {
+        Some(n) => std::borrow::Cow::Borrowed(n),
+        None => std::borrow::Cow::Owned(format!("{}_", op)),
+    };
+    let name = name.as_ref();
     let op = binary_op(op)?;
+    if !floor_divide && binary_small_(py, a, b, op, alpha)? {
+        return Ok(a.clone().into_any().unbind());
+    }
     let y = to_arg(b, name)?;
     let alpha = alpha_of(alpha, name)?;
     let t = a.borrow().t.clone();

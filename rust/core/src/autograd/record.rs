@@ -70,13 +70,14 @@ impl Recorder {
     /// For an in-place op on `self_` with further `operands`. Checks the in-place rules first
     /// (an error here means nothing was written); edge 0 is self's history before the write.
     pub fn inplace(self_: &Tensor, operands: &[Option<&Tensor>]) -> Result<Option<Recorder>> {
-        let mut all: Vec<Option<&Tensor>> = vec![Some(self_)];
-        all.extend_from_slice(operands);
-        let record = should_record(&all);
+        // (`should_record` over self and the operands, without collecting them first)
+        let record = mode::is_grad_enabled() && (self_.requires_grad() || operands.iter().flatten().any(|t| t.requires_grad()));
         inplace::check_inplace(self_, record)?;
         if !record {
             return Ok(None);
         }
+        let mut all: Vec<Option<&Tensor>> = vec![Some(self_)];
+        all.extend_from_slice(operands);
         Recorder::new(&all)
     }
 

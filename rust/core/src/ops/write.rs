@@ -128,6 +128,25 @@ pub fn write<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce(&[(Tensor, 
     Ok(out)
 }
 
+/// `write` for a kernel that reads at most one tensor and needs no copy of it (the binary
+/// ops' small-call fast path, `binary::fast`): allocates nothing. Returns false, having written
+/// and bumped nothing, when `write` is needed instead: `dst` may name an element twice, or
+/// `read` overlaps `dst` other than as the very same elements (`write` refuses or copies those).
+/// `kernel` is told whether `read` is `dst`'s very elements (`Alias::Same`).
+pub fn write_direct(dst: &Tensor, read: Option<&Tensor>, kernel: impl FnOnce(bool)) -> bool {
+    if dst.layout.has_internal_overlap() {
+        return false;
+    }
+    let same = match read.map(|r| (overlap(dst, r), r)) {
+        None | Some((Overlap::No, _)) => false,
+        Some((Overlap::Full, r)) if dst.layout == r.layout => true,
+        Some(_) => return false,
+    };
+    kernel(same);
+    dst.version.bump();
+    true
+}
+
 /// `write` for the ops torch lets write a self-overlapping (expanded) destination after a
 /// deprecation warning (`masked_fill_`): the kernel must write such a destination serially.
 pub fn write_overlapping<R>(dst: &Tensor, reads: &[&Tensor], kernel: impl FnOnce(&[(Tensor, Alias)]) -> Result<R>) -> Result<R> {

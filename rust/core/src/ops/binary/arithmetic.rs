@@ -11,7 +11,8 @@ use crate::ops::Arg;
 use crate::shape::{broadcast_shapes, check_inplace_shape};
 use crate::tensor::Tensor;
 use super::{output_like, BinaryOp};
-use super::compute::{Mode, Operand};
+use super::compute::Mode;
+use super::fast::Operand;
 use crate::device::backend_for;
 
 const INT_DIV_ZERO: &str = "ZeroDivisionError";
@@ -89,9 +90,14 @@ fn operand(op: BinaryOp, arg: &Arg, compute: DType, first: bool) -> Result<Tenso
 
 /// Out-of-place `op(a, b)`, broadcasting, with torch's promotion.
 pub fn binary_raw(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
-    if let Some(out) = super::compute::fast_binary(op, Operand::of(a), Operand::of(b), alpha)? {
+    if let Some(out) = super::fast::fast_binary(op, Operand::of(a), Operand::of(b), alpha)? {
         return Ok(out);
     }
+    binary_general(op, a, b, alpha)
+}
+
+/// `binary_raw` without the fast path (which its caller has tried).
+fn binary_general(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
     op.pre_check(a, b)?;
     check_int_pow(op, a, b)?;
     let shape = broadcast_shapes(a.shape(), b.shape())?;
@@ -232,11 +238,11 @@ fn is_differentiable(op: BinaryOp) -> bool {
 /// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
 /// A Python number as torch saves it for backward: a 0-d double (or int64 / bool) tensor, so
 /// a float64 gradient sees the number at full precision; 0-d, it never widens a float32 one.
-fn wrapped(a: &Arg) -> crate::error::Result<Tensor> {
+fn wrapped(a: Operand<'_>) -> crate::error::Result<Tensor> {
     match a {
-        Arg::Tensor(t) => Ok(t.clone()),
-        Arg::Scalar(s @ Scalar::Float(_)) => Tensor::scalar(*s, DType::Float64),
-        Arg::Scalar(s) => Tensor::scalar(*s, s.wrapped_dtype()),
+        Operand::Tensor(t) => Ok(t.clone()),
+        Operand::Number(s @ Scalar::Float(_)) => Tensor::scalar(s, DType::Float64),
+        Operand::Number(s) => Tensor::scalar(s, s.wrapped_dtype()),
     }
 }
 
@@ -411,11 +417,11 @@ fn sub_one(e: &Tensor) -> Result<Tensor> {
     crate::ops::formulas::add_s(e, -1.0)
 }
 
-fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>, out_shape: &[usize]) -> BinaryInfo {
-    let shape_of = |x: &Arg| (x.shape() != out_shape).then(|| x.shape().to_vec());
+fn info_of(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<Scalar>, out_shape: &[usize]) -> BinaryInfo {
+    let shape_of = |x: Operand<'_>| (x.shape() != out_shape).then(|| x.shape().to_vec());
     // For number ** tensor and tensor ** number the number rides in `alpha`.
     let alpha = match (op, a, b) {
-        (BinaryOp::Pow, _, Arg::Scalar(s)) | (BinaryOp::Pow, Arg::Scalar(s), _) => s.to_f64(),
+        (BinaryOp::Pow, _, Operand::Number(s)) | (BinaryOp::Pow, Operand::Number(s), _) => s.to_f64(),
         _ => alpha.map(|s| s.to_f64()).unwrap_or(1.0),
     };
     BinaryInfo {
@@ -423,35 +429,53 @@ fn info_of(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>, out_shape: &[u
         alpha,
         a_shape: shape_of(a),
         b_shape: shape_of(b),
-        a_number: matches!(a, Arg::Scalar(_)),
-        b_number: matches!(b, Arg::Scalar(_)),
+        a_number: matches!(a, Operand::Number(_)),
+        b_number: matches!(b, Operand::Number(_)),
     }
 }
 
 /// `binary(op, a, b)` when autograd records nothing and the small-call fast path
-/// (`compute::fast_binary`) takes it; None otherwise, and the caller runs `binary`. (With nothing
+/// (`fast::fast_binary`) takes it; None otherwise, and the caller runs `binary`. (With nothing
 /// to record, `binary`'s precheck has nothing to check: it looks only at inputs that require grad.)
 pub fn binary_unrecorded(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Option<Tensor>> {
     if crate::autograd::should_record(&[a.tensor(), b.tensor()]) {
         return Ok(None);
     }
-    super::compute::fast_binary(op, a, b, None)
+    super::fast::fast_binary(op, a, b, None)
 }
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
 pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<Tensor> {
+    binary_with(op, Operand::of(a), Operand::of(b), Some((a, b)), alpha)
+}
+
+/// `binary` on borrowed operands (the bindings' calls on the Python objects' own tensors): a
+/// call the fast path takes, recorded or not, clones no operand's handle; any other clones
+/// them once for the general path.
+pub fn binary_operands(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<Scalar>) -> Result<Tensor> {
+    binary_with(op, a, b, None, alpha)
+}
+
+/// `binary`, with the owned arguments when the caller has them (`args`).
+fn binary_with(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, args: Option<(&Arg, &Arg)>, alpha: Option<Scalar>) -> Result<Tensor> {
     // Comparisons and bitwise ops record nothing, so torch never reads their inputs' grad_fn:
     // `out == 1` works on a multi-output view whose base was modified (issue 14 A).
     if is_differentiable(op) {
         crate::autograd::precheck(&[a.tensor(), b.tensor()])?;
     }
-    if let (BinaryOp::Div, Arg::Scalar(s), Arg::Tensor(bt)) = (op, a, b) {
+    if let (BinaryOp::Div, Operand::Number(s), Operand::Tensor(bt)) = (op, a, b) {
         if bt.requires_grad() && crate::autograd::mode::is_grad_enabled() && bt.dtype().is_floating() {
             let r = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Reciprocal, bt)?;
-            return binary(BinaryOp::Mul, &Arg::Tensor(r), &Arg::Scalar(*s), None);
+            return binary(BinaryOp::Mul, &Arg::Tensor(r), &Arg::Scalar(s), None);
         }
     }
-    let out = binary_raw(op, a, b, alpha)?;
+    let out = match super::fast::fast_binary(op, a, b, alpha)? {
+        Some(out) => out,
+        None => match args {
+            Some((x, y)) => binary_general(op, x, y, alpha)?,
+            None => binary_general(op, &a.to_arg(), &b.to_arg(), alpha)?,
+        },
+    };
     if !is_differentiable(op) {
         return Ok(out);
     }
@@ -471,11 +495,33 @@ pub fn binary(op: BinaryOp, a: &Arg, b: &Arg, alpha: Option<Scalar>) -> Result<T
 
 /// Differentiable `a.op_(b)`.
 pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Result<()> {
+    binary_inplace_with(op, a, Operand::of(b), Some(b), alpha)
+}
+
+/// `binary_` on a borrowed operand (the bindings' calls): a call the fast path takes clones
+/// nothing and allocates nothing.
+pub fn binary_operand_(op: BinaryOp, a: &Tensor, b: Operand<'_>, alpha: Option<Scalar>) -> Result<()> {
+    binary_inplace_with(op, a, b, None, alpha)
+}
+
+/// `binary_`, with the owned argument when the caller has it (`arg`).
+fn binary_inplace_with(op: BinaryOp, a: &Tensor, bo: Operand<'_>, arg: Option<&Arg>, alpha: Option<Scalar>) -> Result<()> {
     let _blame = crate::autograd::blame::op(inplace_name(op));
-    let rec = crate::autograd::Recorder::inplace(a, &[b.tensor()])?;
+    let rec = crate::autograd::Recorder::inplace(a, &[bo.tensor()])?;
     let rec = rec.filter(|_| is_differentiable(op));
-    let aa = Arg::Tensor(a.clone());
-    let info = info_of(op, &aa, b, alpha, a.shape());
+    // Nothing to record: the in-place rules are checked; the fast path writes if it can.
+    if rec.is_none() && super::fast::fast_binary_(op, a, bo, alpha) {
+        return Ok(());
+    }
+    let owned;
+    let b = match arg {
+        Some(b) => b,
+        None => {
+            owned = bo.to_arg();
+            &owned
+        }
+    };
+    let info = info_of(op, Operand::Tensor(a), bo, alpha, a.shape());
     let mut rec = match rec {
         Some(mut rec) => {
             // `self` as the formula needs it is the value *before* the write (R14).
@@ -485,7 +531,7 @@ pub fn binary_(op: BinaryOp, a: &Tensor, b: &Arg, alpha: Option<Scalar>) -> Resu
             // torch saves `self.clone()`, a recorded op (an integer self that came to require
             // grad fails right here, as in torch)
             let old = if needs_self { crate::ops::copy::clone(a)? } else { a.clone() };
-            save_binary(&mut rec, &info, &old, &wrapped(b)?)?;
+            save_binary(&mut rec, &info, &old, &wrapped(bo)?)?;
             Some(rec)
         }
         None => None,

@@ -84,7 +84,7 @@ macro_rules! float_fn {
 }
 
 /// Python's float floor division, as torch computes it (`div_floor`).
-fn py_floor_div<T: num_traits::Float>(a: T, b: T) -> T {
+pub(super) fn py_floor_div<T: num_traits::Float>(a: T, b: T) -> T {
     if b == T::zero() {
         return a / b;
     }
@@ -102,7 +102,7 @@ fn py_floor_div<T: num_traits::Float>(a: T, b: T) -> T {
 }
 
 /// Python's remainder: the result takes the divisor's sign.
-fn py_fmod<T: num_traits::Float>(a: T, b: T) -> T {
+pub(super) fn py_fmod<T: num_traits::Float>(a: T, b: T) -> T {
     let m = a % b;
     if m != T::zero() && ((m < T::zero()) != (b < T::zero())) { m + b } else { m }
 }
@@ -243,149 +243,4 @@ pub(crate) fn cpu_kernel(op: BinaryOp, dst: &Tensor, a: &Tensor, b: &Tensor, mod
         DType::Bool => bool_fn!(op, f => go!(bool, bool, f)),
         d => crate::element::narrow_in_compute_kernel(d),
     }
-}
-
-// ----- the small-call fast path -----
-
-/// Below this many elements the fast path runs the loop itself (one thread); above it the
-/// general path splits the work across threads.
-const FAST_MAX: usize = 1 << 15;
-
-/// True when `t` is laid out exactly as `Tensor::empty` lays out its shape (row-major strides,
-/// size-1 dims included), so a fresh contiguous result is what torch's TensorIterator gives.
-fn row_major(t: &Tensor) -> bool {
-    let mut acc = 1isize;
-    for (&d, &s) in t.shape().iter().zip(t.strides()).rev() {
-        if s != acc {
-            return false;
-        }
-        acc *= d.max(1) as isize;
-    }
-    true
-}
-
-/// A binary op's operand, borrowed: what `ops::Arg` holds, without the copy of a tensor's
-/// handle (the bindings call the fast path with the Python objects' own tensors).
-#[derive(Clone, Copy)]
-pub enum Operand<'a> {
-    Tensor(&'a Tensor),
-    Number(crate::dtype::Scalar),
-}
-
-impl<'a> Operand<'a> {
-    pub fn of(arg: &'a crate::ops::Arg) -> Operand<'a> {
-        match arg {
-            crate::ops::Arg::Tensor(t) => Operand::Tensor(t),
-            crate::ops::Arg::Scalar(s) => Operand::Number(*s),
-        }
-    }
-
-    pub fn tensor(self) -> Option<&'a Tensor> {
-        match self {
-            Operand::Tensor(t) => Some(t),
-            Operand::Number(_) => None,
-        }
-    }
-}
-
-/// `dst[i] = f(a[i], b[i])`, `f(a[i], s)` or `f(s, a[i])` over slices, as a `simd::exec` body.
-struct Flat<'a, T, F> {
-    dst: &'a mut [T],
-    a: &'a [T],
-    b: Option<&'a [T]>,
-    s: T,
-    scalar_first: bool,
-    f: &'a F,
-}
-
-impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for Flat<'_, T, F> {
-    type Output = ();
-    #[inline(always)]
-    fn call(self) {
-        let f = self.f;
-        match self.b {
-            Some(b) => {
-                for ((o, &x), &y) in self.dst.iter_mut().zip(self.a).zip(b) {
-                    *o = f(x, y);
-                }
-            }
-            None if self.scalar_first => {
-                let s = self.s;
-                for (o, &x) in self.dst.iter_mut().zip(self.a) {
-                    *o = f(s, x);
-                }
-            }
-            None => {
-                let s = self.s;
-                for (o, &x) in self.dst.iter_mut().zip(self.a) {
-                    *o = f(x, s);
-                }
-            }
-        }
-    }
-}
-
-/// The fixed cost of `x + y` on small tensors is mostly layout work (broadcast shapes, the
-/// iterator layout, broadcast strides, the kernel's run plan), none of which can change the
-/// answer when both operands are row-major float tensors of one shape and dtype on the CPU, or
-/// one such tensor and a Python number: the result is then a fresh row-major tensor of that
-/// shape and dtype, and each element is the general path's closure applied to the two elements
-/// (the number rounded to the dtype first, as the general path's 0-d operand is). Returns None
-/// for every other call, which takes the general path.
-pub(crate) fn fast_binary(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<crate::dtype::Scalar>) -> crate::error::Result<Option<Tensor>> {
-    use crate::dtype::Scalar;
-    if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div) {
-        return Ok(None);
-    }
-    match alpha {
-        None | Some(Scalar::Int(1)) => {}
-        Some(Scalar::Float(v)) if v == 1.0 => {}
-        _ => return Ok(None),
-    }
-    let (t, other, scalar, scalar_first) = match (a, b) {
-        (Operand::Tensor(x), Operand::Tensor(y)) => (x, Some(y), None, false),
-        (Operand::Tensor(x), Operand::Number(s)) => (x, None, Some(s), false),
-        (Operand::Number(s), Operand::Tensor(y)) => (y, None, Some(s), true),
-        _ => return Ok(None),
-    };
-    let dtype = t.dtype();
-    let n = t.numel();
-    if !matches!(dtype, DType::Float32 | DType::Float64) || n == 0 || n >= FAST_MAX || !t.device().is_cpu() || !row_major(t) {
-        return Ok(None);
-    }
-    if let Some(y) = other {
-        if y.dtype() != dtype || !y.device().is_cpu() || y.shape() != t.shape() || !row_major(y) {
-            return Ok(None);
-        }
-    }
-    if matches!(scalar, Some(Scalar::Bool(_))) {
-        return Ok(None);
-    }
-    let out = Tensor::empty(t.shape(), dtype)?;
-    macro_rules! go {
-        ($T:ty, $f:ident) => {{
-            // SAFETY: `out` is fresh (no other handle sees it) and row-major with n elements;
-            // `t` and `other` are row-major with n elements inside their storages (checked
-            // above), so each slice covers exactly their elements and none overlaps `out`.
-            let (dst, x, y) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(out.data_ptr::<$T>(), n),
-                    std::slice::from_raw_parts(t.data_ptr::<$T>() as *const $T, n),
-                    other.map(|y| std::slice::from_raw_parts(y.data_ptr::<$T>() as *const $T, n)),
-                )
-            };
-            let s = scalar.map(<$T>::from_scalar).unwrap_or(<$T>::zero());
-            let body = Flat { dst, a: x, b: y, s, scalar_first, f: &$f };
-            if n >= 64 {
-                crate::kernels::simd::exec(body)
-            } else {
-                crate::kernels::simd::Body::call(body)
-            }
-        }};
-    }
-    match dtype {
-        DType::Float32 => float_fn!(op, f32, f => go!(f32, f)),
-        _ => float_fn!(op, f64, f => go!(f64, f)),
-    }
-    Ok(Some(out))
 }

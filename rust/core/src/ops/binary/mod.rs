@@ -17,13 +17,15 @@ use crate::tensor::Tensor;
 
 mod arithmetic;
 mod clamp;
+#[macro_use]
 mod compute;
+mod fast;
 mod floor_divide;
 mod masked_fill;
 mod where_;
 
-pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_raw, binary_unrecorded};
-pub use compute::Operand;
+pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_operand_, binary_operands, binary_raw, binary_unrecorded};
+pub use fast::Operand;
 pub use clamp::{clamp, clamp_scalar, clamp_scalar_raw, clamp_tensor, clamp_tensor_raw};
 pub use compute::IntArith;
 pub use floor_divide::{floor_divide, floor_divide_, NOT_IMPLEMENTED_NODE};
