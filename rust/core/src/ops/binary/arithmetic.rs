@@ -437,11 +437,11 @@ fn info_of(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<Scalar>, 
 /// `binary(op, a, b)` when autograd records nothing and the small-call fast path
 /// (`fast::fast_binary`) takes it; None otherwise, and the caller runs `binary`. (With nothing
 /// to record, `binary`'s precheck has nothing to check: it looks only at inputs that require grad.)
-pub fn binary_unrecorded(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Option<Tensor>> {
+pub fn binary_unrecorded(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<Scalar>) -> Result<Option<Tensor>> {
     if crate::autograd::should_record(&[a.tensor(), b.tensor()]) {
         return Ok(None);
     }
-    super::fast::fast_binary(op, a, b, None)
+    super::fast::fast_binary(op, a, b, alpha)
 }
 
 /// Differentiable `op(a, b)`. A number divided by a tensor is torch's `reciprocal() * number`.
