@@ -3,7 +3,7 @@
 //! 40 MB output would otherwise page-fault on first touch.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use minigrad_core::ops::binary::{binary_raw, binary_inplace_raw, BinaryOp};
+use minigrad_core::ops::binary::{binary_inplace_raw, binary_operand_, binary_raw, BinaryOp, Operand};
 use minigrad_core::ops::unary::{unary_raw, unary_inplace_raw, UnaryOp};
 use minigrad_core::ops::{copy, views, Arg};
 use minigrad_core::{DType, Scalar, Tensor};
@@ -50,6 +50,24 @@ fn strided(c: &mut Criterion) {
     });
     g.bench_function("mul_scalar_transposed_2048", |b| {
         b.iter(|| black_box(binary_raw(BinaryOp::Mul, &Arg::Tensor(at.clone()), &Arg::Scalar(Scalar::Float(2.0)), None).unwrap()))
+    });
+    g.finish();
+}
+
+/// Small calls of the binary fast path (ops/binary/fast.rs), where the fixed cost is the
+/// story: a row broadcast out of place, and in place on a borrowed operand (no handle clones,
+/// no run plan) beside the general in-place entry it replaces for such calls.
+fn small_calls(c: &mut Criterion) {
+    let mut g = c.benchmark_group("small_calls_f32");
+    let a = minigrad_core::ops::creation::randn(&[10, 100], DType::Float32).unwrap();
+    let row = randn(100);
+    g.bench_function("add_row_1000", |b| {
+        b.iter(|| black_box(binary_raw(BinaryOp::Add, &Arg::Tensor(a.clone()), &Arg::Tensor(row.clone()), None).unwrap()))
+    });
+    let x = copy::clone_raw(&a).unwrap();
+    g.bench_function("add_row_inplace_fast_1000", |b| b.iter(|| binary_operand_(BinaryOp::Add, &x, Operand::Tensor(&row), None).unwrap()));
+    g.bench_function("add_row_inplace_general_1000", |b| {
+        b.iter(|| binary_inplace_raw(BinaryOp::Add, &x, &Arg::Tensor(row.clone()), None).unwrap())
     });
     g.finish();
 }
@@ -140,5 +158,5 @@ fn allocation(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation);
+criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation, small_calls);
 criterion_main!(benches);
