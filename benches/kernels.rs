@@ -86,9 +86,10 @@ fn transcendentals(c: &mut Criterion) {
             });
         }
         g.throughput(Throughput::Bytes((3 * 4 * n) as u64));
-        for op in [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu] {
+        for op in [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh] {
             let saved = if op.saves() == Some(minigrad_core::ops::unary::Saves::Result) { unary_raw(op, &a).unwrap() } else { a.clone() };
-            g.bench_with_input(BenchmarkId::new(format!("{}_backward", op.def().name), n), &n, |b, _| {
+            let name = format!("{}{}_backward", op.def().name, if op == UnaryOp::GeluTanh { "_tanh" } else { "" });
+            g.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
                 b.iter(|| black_box(op.backward(&grad, Some(&saved)).unwrap()))
             });
         }

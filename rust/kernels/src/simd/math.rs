@@ -151,16 +151,45 @@ pub fn tanh<S: Simd>(x: F32s<S>) -> F32s<S> {
     F32s::select(a.lt_c(0.8), small, big).with_sign_of(x)
 }
 
-/// (sigmoid(x), 1 - sigmoid(x)), both accurate: 1 / (1 + e^-x), and e^x / (1 + e^x) for
-/// negative x so that tiny results keep their accuracy (and subnormal ones exist) instead of
-/// rounding to 0; 1 - s is sigmoid(-x), never a difference (which cancels where s is near 1,
-/// as in the derivatives of silu and gelu).
+/// e^x within 1 ulp, for the composites (sigmoid, silu, gelu) whose own roundings follow:
+/// `exp` without its error-free correction terms (about 15 vector operations against 27),
+/// so `1 + r + ...` rounds once more. A vector with a lane whose result is not a normal
+/// number takes `exp_hl`'s careful path.
+#[inline(always)]
+pub fn exp_lite<S: Simd>(x: F32s<S>) -> F32s<S> {
+    // -0.0 is the additive identity LLVM may fold away (see `exp`).
+    exp_lite_hl(x, x.k(-0.0))
+}
+
+/// e^(x + x_lo) within 1 ulp, for a small correction x_lo (see `exp_hl`).
+#[inline(always)]
+pub fn exp_lite_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
+    if !x.abs().lt_c(87.0).all() {
+        return exp_hl(x, x_lo);
+    }
+    // x = n ln2 + r, |r| <= ln2 / 2; z holds n in its low mantissa bits.
+    let z = x.mul_add_c(LOG2_E, ROUND_MAGIC);
+    let n = z - ROUND_MAGIC;
+    let r = n.mul_add(x.k(-LN2_HI), x);
+    let r = n.mul_add(x.k(-LN2_LO), r) + x_lo;
+    // e^r = 1 + r + r^2 P(r), P fitted here (relative error 3.8e-9 on |r| <= ln2 / 2).
+    let p = horner(r, &[1.381_461_2e-3, 8.368_710_1e-3, 4.166_838_9e-2, 1.666_652_1e-1, 4.999_999_4e-1]);
+    let er = p.mul_add(r * r, r) + 1.0;
+    er.bits().add_bits(z.bits().shl(23)).to_f32s()
+}
+
+/// (sigmoid(x), 1 - sigmoid(x)) from t = e^{-|x|} and r = 1 / (1 + t): sigmoid(x) is r for
+/// x >= 0 and t r below, so tiny results keep their accuracy (and subnormal ones exist)
+/// instead of rounding to 0, and 1 - sigmoid(x) = sigmoid(-x) is the other one, never a
+/// difference (which cancels where s is near 1, as in the derivative of silu). One division
+/// serves both.
 #[inline(always)]
 pub fn sigmoid_pair<S: Simd>(x: F32s<S>) -> (F32s<S>, F32s<S>) {
-    let t = exp(-x.abs());
-    let one = x.k(1.0);
+    let t = exp_lite(-x.abs());
+    let r = x.k(1.0) / (t + 1.0);
+    let tr = t * r;
     let neg = x.lt_c(0.0);
-    (quotient_1p(F32s::select(neg, t, one), t), quotient_1p(F32s::select(neg, one, t), t))
+    (F32s::select(neg, tr, r), F32s::select(neg, r, tr))
 }
 
 /// num / (1 + t) for 0 <= t <= 1, correctly rounded but for ~0.1 ulp: 1 + t is kept as an
@@ -176,17 +205,42 @@ pub fn quotient_1p<S: Simd>(num: F32s<S>, t: F32s<S>) -> F32s<S> {
     residual.mul_add(rd, q)
 }
 
-/// sigmoid(x) (see `sigmoid_pair`).
+/// sigmoid(x) = 1 / (1 + e^-x), as e^x / (1 + e^x) for negative x (see `sigmoid_pair`).
+/// 1 + t rounds, so q = num / (1 + t) is corrected by its first-order term: num / (d + d_lo)
+/// = q - q d_lo / d, with 1 / d read off q itself (q for x >= 0, 1 - q below), so no second
+/// division; what is left is the roundings of t and of the quotient.
 #[inline(always)]
 pub fn sigmoid<S: Simd>(x: F32s<S>) -> F32s<S> {
-    let t = exp(-x.abs());
-    quotient_1p(F32s::select(x.lt_c(0.0), t, x.k(1.0)), t)
+    let t = exp_lite(-x.abs());
+    let neg = x.lt_c(0.0);
+    let d = t + 1.0;
+    let d_lo = (x.k(1.0) - d) + t;
+    let q = F32s::select(neg, t, x.k(1.0)) / d;
+    let rd = F32s::select(neg, x.k(1.0) - q, q);
+    (-(q * rd)).mul_add(d_lo, q)
 }
 
-/// x * sigmoid(x).
+/// silu(x) = x sigmoid(x) = ±p / (1 + t) with p = |x| t below 0 and |x| above (t = e^{-|x|}).
+/// p and 1 + t are both carried exactly (p + p_lo, d + d_lo) and the quotient q = p / d gets
+/// its first-order correction (p_lo - q d_lo) / d, so the roundings of |x| t, of 1 + t and of
+/// a multiply by x do not add up: one rounding after t's. Computed on |x| and signed last,
+/// so silu(-0) = -0 and tiny negative results keep their sign.
 #[inline(always)]
 pub fn silu<S: Simd>(x: F32s<S>) -> F32s<S> {
-    x * sigmoid(x)
+    let a = x.abs();
+    let t = exp_lite(-a);
+    let f = F32s::select(x.lt_c(0.0), t, x.k(1.0));
+    let p = a * f;
+    let p_lo = a.mul_add(f, -p);
+    let d = t + 1.0;
+    let d_lo = (x.k(1.0) - d) + t;
+    let q = p / d;
+    // 1 / d for the correction term only (itself under an ulp): a quadratic through t = 0,
+    // 1/2, 1 is within 1.5%.
+    let rd = t.mul_add_c(1.0 / 3.0, -5.0 / 6.0).mul_add(t, t.k(1.0));
+    let r = (-q).mul_add(d_lo, p_lo).mul_add(rd, q);
+    // At |x| = inf p_lo is inf - inf; p itself is the value there (inf, or inf * 0 = NaN).
+    F32s::select(a.lt_c(f32::INFINITY), r, p).with_sign_of(x)
 }
 
 /// e^(x - shift) for one shift (a softmax row's max): a lane function.

@@ -8,7 +8,7 @@
 //! in a - centre, relative error <= 2e-8, fitted to a float64 reference in a minimax sense).
 //! e^{-a^2/2} takes its argument exactly: a^2 = h + l (FMA), e^{-h/2} (1 - l/2).
 
-use super::math::{exp_hl, quotient_1p};
+use super::math::{exp_hl, exp_lite_hl, horner, quotient_1p};
 use super::F32s;
 use pulp::Simd;
 
@@ -38,6 +38,11 @@ const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
 #[inline(always)]
 fn mills<S: Simd>(a: F32s<S>) -> F32s<S> {
     let (first, second) = (a.lt_c(SPLIT[0]), a.lt_c(SPLIT[1]));
+    // Most activations are small: a vector all in the first piece skips the selects (the same
+    // operations on the same coefficients, so the same bits as the general path).
+    if first.all() {
+        return horner(a - CENTRE[0], &R_COEF[0]);
+    }
     let pick = |c: [f32; 3]| F32s::select(first, a.k(c[0]), F32s::select(second, a.k(c[1]), a.k(c[2])));
     let v = a - pick(CENTRE);
     let mut p = pick([R_COEF[0][0], R_COEF[1][0], R_COEF[2][0]]);
@@ -55,7 +60,7 @@ fn gauss_and_mills<S: Simd>(x: F32s<S>) -> (F32s<S>, F32s<S>) {
     let a = F32s::select(a.gt_c(A_MAX), a.k(A_MAX), a);
     let h = a * a;
     let l = a.mul_add(a, -h); // a^2 = h + l exactly
-    (exp_hl(h * -0.5, l * -0.5), mills(a))
+    (exp_lite_hl(h * -0.5, l * -0.5), mills(a))
 }
 
 /// gelu(x) = x Phi(x). For negative x, (x e^{-x^2/2}) R with the first product kept exact,
