@@ -60,6 +60,33 @@ pub fn extreme<const MAX: bool>(xs: &[f32]) -> f32 {
     arch().dispatch(Extreme::<MAX>(xs))
 }
 
+/// The index of the first element of `xs` equal to `m` (0.0 and -0.0 equal), or the first NaN
+/// when `m` is NaN; `xs.len()` when there is none. One compare per vector: argmax's second
+/// pass, after `extreme` found the value.
+#[inline]
+pub fn position(xs: &[f32], m: f32) -> usize {
+    struct Op<'a>(&'a [f32], f32);
+    impl WithSimd for Op<'_> {
+        type Output = usize;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) -> usize {
+            let Op(xs, m) = self;
+            let (head, tail) = S::as_simd_f32s(xs);
+            let k = F32s::splat(s, m);
+            for (j, &v) in head.iter().enumerate() {
+                let x = F32s { s, v };
+                let hit = if m.is_nan() { x.is_nan() } else { x.eq(k) };
+                if hit.any() {
+                    return j * S::F32_LANES + s.first_true_m32s(hit.m);
+                }
+            }
+            let t0 = head.len() * S::F32_LANES;
+            tail.iter().position(|&x| if m.is_nan() { x.is_nan() } else { x == m }).map_or(xs.len(), |k| t0 + k)
+        }
+    }
+    arch().dispatch(Op(xs, m))
+}
+
 /// `ys[i] = ys[i] * k`.
 #[inline]
 pub fn scale(ys: &mut [f32], k: f32) {
@@ -150,6 +177,37 @@ mod tests {
                 }
                 assert_eq!(a.dispatch(Extreme::<true>(&xs)).to_bits(), extreme_ref::<true>(&xs).to_bits(), "max n={n}");
                 assert_eq!(a.dispatch(Extreme::<false>(&xs)).to_bits(), extreme_ref::<false>(&xs).to_bits(), "min n={n}");
+            }
+        }
+    }
+
+    #[test]
+    fn position_finds_the_first_match_on_every_instruction_set() {
+        let mut xs = data(1000, 5);
+        xs[700] = 9.0;
+        xs[900] = 9.0;
+        xs[950] = f32::NAN;
+        xs[990] = -f32::NAN;
+        xs[3] = -0.0;
+        for a in [arch(), pulp::Arch::Scalar] {
+            let pos = |xs: &[f32], m: f32| a.dispatch(Op(xs, m));
+            struct Op<'a>(&'a [f32], f32);
+            impl WithSimd for Op<'_> {
+                type Output = usize;
+                fn with_simd<S: Simd>(self, _: S) -> usize {
+                    position(self.0, self.1)
+                }
+            }
+            assert_eq!(pos(&xs, 9.0), 700);
+            assert_eq!(pos(&xs, f32::NAN), 950);
+            assert_eq!(pos(&xs, 0.0), 3);
+            assert_eq!(pos(&xs, 12.0), 1000);
+            for n in [0, 1, 15, 17, 33] {
+                let ys: Vec<f32> = (0..n).map(|k| k as f32).collect();
+                for k in 0..n {
+                    assert_eq!(pos(&ys, k as f32), k, "n={n}");
+                }
+                assert_eq!(pos(&ys, -1.0), n);
             }
         }
     }
