@@ -71,17 +71,17 @@ pub fn position(xs: &[f32], m: f32) -> usize {
         #[inline(always)]
         fn with_simd<S: Simd>(self, s: S) -> usize {
             let Op(xs, m) = self;
-            let (head, tail) = S::as_simd_f32s(xs);
+            let (head, _) = S::as_simd_f32s(xs);
             let k = F32s::splat(s, m);
-            for (j, &v) in head.iter().enumerate() {
+            let is = |x: f32| if m.is_nan() { x.is_nan() } else { x == m };
+            // The first vector with a match, then its lanes one by one (pulp 0.22's
+            // `first_true_m32s` counts AVX-512 mask bits from the wrong end).
+            let j = head.iter().position(|&v| {
                 let x = F32s { s, v };
-                let hit = if m.is_nan() { x.is_nan() } else { x.eq(k) };
-                if hit.any() {
-                    return j * S::F32_LANES + s.first_true_m32s(hit.m);
-                }
-            }
-            let t0 = head.len() * S::F32_LANES;
-            tail.iter().position(|&x| if m.is_nan() { x.is_nan() } else { x == m }).map_or(xs.len(), |k| t0 + k)
+                (if m.is_nan() { x.is_nan() } else { x.eq(k) }).any()
+            });
+            let from = j.unwrap_or(head.len()) * S::F32_LANES;
+            xs[from..].iter().position(|&x| is(x)).map_or(xs.len(), |k| from + k)
         }
     }
     arch().dispatch(Op(xs, m))
