@@ -20,15 +20,18 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
         let id = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
         let ext = |a, b| if MAX { s.max_f32s(a, b) } else { s.min_f32s(a, b) };
         let (head, tail) = S::as_simd_f32s(xs);
-        // Four accumulators hide the latency of the chain; NaNs are tracked on the side.
+        // Four accumulators hide the latency of the chain; NaNs are tracked on the side, one
+        // test per four vectors: the sum of the four is NaN when one of them is (or, rarely,
+        // when +inf meets -inf: the scan below then finds no NaN and the lanes' value stands).
         let mut acc = [s.splat_f32s(id); 4];
         let mut nan = F32s { s, v: acc[0] }.is_nan();
         let mut quads = head.chunks_exact(4);
         for q in &mut quads {
             for j in 0..4 {
                 acc[j] = ext(acc[j], q[j]);
-                nan = nan.or(F32s { s, v: q[j] }.is_nan());
             }
+            let sum = s.add_f32s(s.add_f32s(q[0], q[1]), s.add_f32s(q[2], q[3]));
+            nan = nan.or(F32s { s, v: sum }.is_nan());
         }
         for &x in quads.remainder() {
             acc[0] = ext(acc[0], x);
@@ -42,7 +45,9 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
             tail_nan |= x.is_nan();
         }
         if nan.any() || tail_nan {
-            return xs.iter().copied().find(|x| x.is_nan()).unwrap_or(f32::NAN);
+            if let Some(x) = xs.iter().copied().find(|x| x.is_nan()) {
+                return x;
+            }
         }
         if m == 0.0 {
             // 0.0 or -0.0: the first one, as a scan in index order keeps it.
@@ -209,6 +214,26 @@ mod tests {
                 }
                 assert_eq!(pos(&ys, -1.0), n);
             }
+        }
+    }
+
+    #[test]
+    fn infinities_of_both_signs_are_no_nan() {
+        // +inf and -inf in one group of four vectors sum to NaN: the scan finds no NaN.
+        let mut xs = data(1000, 4);
+        xs[1] = f32::INFINITY;
+        xs[20] = f32::NEG_INFINITY;
+        for a in [arch(), pulp::Arch::Scalar] {
+            assert_eq!(a.dispatch(Extreme::<true>(&xs)), f32::INFINITY);
+            assert_eq!(a.dispatch(Extreme::<false>(&xs)), f32::NEG_INFINITY);
+        }
+        xs[1] = 3e38;
+        xs[17] = 3e38;
+        xs[33] = -3e38;
+        xs[49] = -3e38;
+        for a in [arch(), pulp::Arch::Scalar] {
+            assert_eq!(a.dispatch(Extreme::<true>(&xs)), 3e38);
+            assert_eq!(a.dispatch(Extreme::<false>(&xs)), f32::NEG_INFINITY);
         }
     }
 
