@@ -127,6 +127,14 @@ fn reductions(c: &mut Criterion) {
             b.iter(|| black_box(reduce::sum_raw(&x, Some(&[-1]), false, None).unwrap()))
         });
         g.bench_with_input(BenchmarkId::new("amax_dim0", n), &n, |b, _| b.iter(|| black_box(reduce::amax_raw(&x, &[0], false, true).unwrap())));
+        // the contiguous-rows path with each reducer's own vector kernel (fold_wide)
+        g.bench_with_input(BenchmarkId::new("amin_dim-1", n), &n, |b, _| b.iter(|| black_box(reduce::amax_raw(&x, &[-1], false, false).unwrap())));
+        g.bench_with_input(BenchmarkId::new("mean_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::mean_raw(&x, Some(&[-1]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("norm_dim-1", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::vector_norm_raw(&x, 2.0, Some(&[-1]), false, None).unwrap()))
+        });
     }
     g.finish();
 }

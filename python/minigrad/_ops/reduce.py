@@ -385,6 +385,8 @@ def count_nonzero(self, dim=None, *more_dims):
 @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
 def softmax(self, dim=_MISSING, dtype=None):
     """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
+    if type(dim) is int and dtype is None:  # the common call, without the checks' ~0.3 us
+        return _C.softmax(self, dim, None, False)
     return _softmax(self, "softmax", dim, dtype, False)
 
 
@@ -392,6 +394,8 @@ def softmax(self, dim=_MISSING, dtype=None):
 @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
 def log_softmax(self, dim=_MISSING, dtype=None):
     """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
+    if type(dim) is int and dtype is None:  # the common call, without the checks' ~0.3 us
+        return _C.softmax(self, dim, None, True)
     return _softmax(self, "log_softmax", dim, dtype, True)
 
 

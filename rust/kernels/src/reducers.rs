@@ -3,7 +3,7 @@
 //! Each holds raw pointers to the output buffers the op layer allocated.
 
 use super::parallel::SendPtr;
-use super::reduce::Reducer;
+use super::reduce::{FoldSlice, Reducer};
 use crate::element::Element;
 use std::marker::PhantomData;
 
@@ -102,18 +102,31 @@ impl Accum for bool {
 pub trait Bounds: Element {
     const LOWEST: Self;
     const HIGHEST: Self;
+    /// Whether `extreme_slice` runs explicit vectors (dispatching by itself).
+    const VECTOR: bool = false;
     /// `extreme::<Self, MAX>(xs)`, through explicit vectors where the type has them.
     #[inline(always)]
     fn extreme_slice<const MAX: bool>(xs: &[Self]) -> Self {
         extreme::<Self, MAX>(xs)
     }
+    /// The index of the first element equal to `m` (the first NaN when `m` is NaN), or
+    /// `xs.len()`.
+    #[inline(always)]
+    fn position_slice(xs: &[Self], m: Self) -> usize {
+        xs.iter().position(|&x| if is_nan(m) { is_nan(x) } else { x == m }).unwrap_or(xs.len())
+    }
 }
 impl Bounds for f32 {
     const LOWEST: f32 = f32::NEG_INFINITY;
     const HIGHEST: f32 = f32::INFINITY;
+    const VECTOR: bool = true;
     #[inline(always)]
     fn extreme_slice<const MAX: bool>(xs: &[f32]) -> f32 {
         crate::simd::fold::extreme::<MAX>(xs)
+    }
+    #[inline(always)]
+    fn position_slice(xs: &[f32], m: f32) -> usize {
+        crate::simd::fold::position(xs, m)
     }
 }
 impl Bounds for f64 {
@@ -294,6 +307,15 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
         let t = fold_lanes(xs, self.init(0), |a, x| Self::op(a, D::cast_from(x).widen()), Self::op);
         Self::op(acc, t)
     }
+    #[inline(always)]
+    fn fold_wide(&self, acc: D::A, xs: &[T], i0: usize) -> D::A {
+        if !PROD {
+            if let Some(t) = as_f32(xs).and_then(D::sum_f32_run) {
+                return Self::op(acc, t);
+            }
+        }
+        crate::simd::exec(FoldSlice { r: self, acc, xs, i0 })
+    }
 }
 
 /// amax / amin (and the all-reduce max() / min()), propagating NaN.
@@ -330,6 +352,13 @@ impl<T: Bounds, const MAX: bool> Reducer for Extreme<T, MAX> {
     #[inline(always)]
     fn fold_slice(&self, acc: T, xs: &[T], _i0: usize) -> T {
         self.merge(acc, T::extreme_slice::<MAX>(xs))
+    }
+    #[inline(always)]
+    fn fold_wide(&self, acc: T, xs: &[T], i0: usize) -> T {
+        if T::VECTOR {
+            return self.fold_slice(acc, xs, i0);
+        }
+        crate::simd::exec(FoldSlice { r: self, acc, xs, i0 })
     }
 }
 
@@ -374,8 +403,15 @@ impl<T: Bounds, const MAX: bool> Reducer for ArgExtreme<T, MAX> {
             return acc;
         }
         // m is one of xs (lanes only select); report the element itself (0.0 == -0.0).
-        let k = xs.iter().position(|&x| if is_nan(m) { is_nan(x) } else { x == m }).unwrap_or(0);
+        let k = T::position_slice(xs, m).min(xs.len() - 1);
         (xs[k], i0 + k)
+    }
+    #[inline(always)]
+    fn fold_wide(&self, acc: (T, usize), xs: &[T], i0: usize) -> (T, usize) {
+        if T::VECTOR {
+            return self.fold_slice(acc, xs, i0);
+        }
+        crate::simd::exec(FoldSlice { r: self, acc, xs, i0 })
     }
     unsafe fn write(&self, o: usize, acc: (T, usize)) {
         // SAFETY: o is below the output length the buffers were allocated for (trait contract).
@@ -536,6 +572,13 @@ impl<T: Element, D: Element, const K: u8> Reducer for Norm<T, D, K> {
             }
         }
         self.merge(acc, fold_lanes(xs, self.init(0), |a, x| self.step(a, x, 0), |a, b| self.merge(a, b)))
+    }
+    #[inline(always)]
+    fn fold_wide(&self, acc: f64, xs: &[T], i0: usize) -> f64 {
+        match as_f32(xs) {
+            Some(xs) if K == norm_kind::TWO => acc + crate::simd::sum::sum_sq(xs),
+            _ => crate::simd::exec(FoldSlice { r: self, acc, xs, i0 }),
+        }
     }
 }
 

@@ -5,27 +5,11 @@ use super::geometry::{red_runs, Geometry, Walker};
 use super::Reducer;
 use super::PAR_MIN_REDUCE;
 use crate::parallel::{SendPtr, GRAIN};
-use crate::simd;
 use rayon::prelude::*;
 
 /// Contiguous runs at least this long are folded under `simd::exec` (shorter ones do not pay
 /// for the dispatch).
 const WIDE_RUN: usize = 64;
-
-/// `r.fold_slice` as a `simd::exec` body.
-struct FoldSlice<'a, R: Reducer> {
-    r: &'a R,
-    acc: R::Acc,
-    xs: &'a [R::In],
-    i0: usize,
-}
-impl<R: Reducer> simd::Body for FoldSlice<'_, R> {
-    type Output = R::Acc;
-    #[inline(always)]
-    fn call(self) -> R::Acc {
-        self.r.fold_slice(self.acc, self.xs, self.i0)
-    }
-}
 
 /// Folds reduced indices `[s, e)` of the output whose reduced block starts at `off`.
 #[inline(always)]
@@ -36,7 +20,7 @@ unsafe fn fold_range<R: Reducer>(r: &R, g: &Geometry, base: SendPtr<R::In>, off:
         if stride == 1 {
             // SAFETY: a run of `len` consecutive elements inside the input (caller's contract).
             let xs = std::slice::from_raw_parts(p, len);
-            acc = if len >= WIDE_RUN { simd::exec(FoldSlice { r, acc, xs, i0: pos }) } else { r.fold_slice(acc, xs, pos) };
+            acc = if len >= WIDE_RUN { r.fold_wide(acc, xs, pos) } else { r.fold_slice(acc, xs, pos) };
         } else {
             for k in 0..len {
                 // SAFETY: the k-th element of a run inside the input (caller's contract).
@@ -62,7 +46,23 @@ pub(super) unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
         }
         acc
     };
+    let rows = g.red.len() == 1 && g.red[0].1 == 1 && n <= GRAIN;
     let outputs = |o0: usize, o1: usize| {
+        if rows {
+            // One contiguous run per output: the calls `fold_range` makes for it (one fold from
+            // `init`, so the same bits), without its per-output bookkeeping.
+            let n = g.red_numel;
+            let mut w = Walker::new(g, o0);
+            for o in o0..o1 {
+                // SAFETY: output o's run of n consecutive elements lies inside the input (the
+                // caller's contract); o < out_numel, written once here.
+                let xs = std::slice::from_raw_parts(base.get().offset(w.off) as *const R::In, n);
+                let acc = if n >= WIDE_RUN { r.fold_wide(r.init(o), xs, 0) } else { r.fold_slice(r.init(o), xs, 0) };
+                r.write(o, acc);
+                w.advance();
+            }
+            return;
+        }
         let mut w = Walker::new(g, o0);
         for o in o0..o1 {
             // SAFETY: o < out_numel, written once here.

@@ -32,6 +32,7 @@ mod tests;
 
 use crate::element::Element;
 use crate::parallel::SendPtr;
+use crate::simd;
 use crate::Arg;
 use geometry::{mem_key, Geometry};
 
@@ -68,6 +69,29 @@ pub trait Reducer: Copy + Send + Sync {
             acc = self.step(acc, x, i0 + k);
         }
         acc
+    }
+    /// `fold_slice` of a long run with the machine's widest vectors: by default the fold under
+    /// `simd::exec`; reducers whose run kernel dispatches by itself (the float32 sums, max/min
+    /// and 2-norm of `simd`) call it directly, saving a dispatch per run (rows of a few hundred
+    /// elements feel it). Either way the same bits as `fold_slice`.
+    #[inline(always)]
+    fn fold_wide(&self, acc: Self::Acc, xs: &[Self::In], i0: usize) -> Self::Acc {
+        simd::exec(FoldSlice { r: self, acc, xs, i0 })
+    }
+}
+
+/// `r.fold_slice` as a `simd::exec` body.
+pub(crate) struct FoldSlice<'a, R: Reducer> {
+    pub(crate) r: &'a R,
+    pub(crate) acc: R::Acc,
+    pub(crate) xs: &'a [R::In],
+    pub(crate) i0: usize,
+}
+impl<R: Reducer> simd::Body for FoldSlice<'_, R> {
+    type Output = R::Acc;
+    #[inline(always)]
+    fn call(self) -> R::Acc {
+        self.r.fold_slice(self.acc, self.xs, self.i0)
     }
 }
 

@@ -182,6 +182,10 @@ fn reduce_timing() {
             time("sum all", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[true, true]) });
             time("norm dim -1", &mut || unsafe { reduce(crate::reducers::Norm::<f32, f32, { crate::reducers::norm_kind::TWO }>::new(o, 2.0), &[rows, 1000], src(), &[false, true]) });
             time("amax dim -1", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[false, true]) });
+            let mut idx = vec![0i64; rows.max(1000)];
+            let ip = idx.as_mut_ptr();
+            // SAFETY: as above; idx holds max(rows, 1000) elements.
+            time("argmax dim -1", &mut || unsafe { reduce(ArgExtreme::<f32, true> { values: None, indices: SendPtr(ip) }, &[rows, 1000], src(), &[false, true]) });
             time("amax dim 0", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[true, false]) });
             let mut y = vec![0f32; rows * 1000];
             // SAFETY: x and y hold rows x 1000 elements.

@@ -20,15 +20,18 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
         let id = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
         let ext = |a, b| if MAX { s.max_f32s(a, b) } else { s.min_f32s(a, b) };
         let (head, tail) = S::as_simd_f32s(xs);
-        // Four accumulators hide the latency of the chain; NaNs are tracked on the side.
+        // Four accumulators hide the latency of the chain; NaNs are tracked on the side, one
+        // test per four vectors: the sum of the four is NaN when one of them is (or, rarely,
+        // when +inf meets -inf: the scan below then finds no NaN and the lanes' value stands).
         let mut acc = [s.splat_f32s(id); 4];
         let mut nan = F32s { s, v: acc[0] }.is_nan();
         let mut quads = head.chunks_exact(4);
         for q in &mut quads {
             for j in 0..4 {
                 acc[j] = ext(acc[j], q[j]);
-                nan = nan.or(F32s { s, v: q[j] }.is_nan());
             }
+            let sum = s.add_f32s(s.add_f32s(q[0], q[1]), s.add_f32s(q[2], q[3]));
+            nan = nan.or(F32s { s, v: sum }.is_nan());
         }
         for &x in quads.remainder() {
             acc[0] = ext(acc[0], x);
@@ -42,7 +45,9 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
             tail_nan |= x.is_nan();
         }
         if nan.any() || tail_nan {
-            return xs.iter().copied().find(|x| x.is_nan()).unwrap_or(f32::NAN);
+            if let Some(x) = xs.iter().copied().find(|x| x.is_nan()) {
+                return x;
+            }
         }
         if m == 0.0 {
             // 0.0 or -0.0: the first one, as a scan in index order keeps it.
@@ -58,6 +63,33 @@ impl<const MAX: bool> WithSimd for Extreme<'_, MAX> {
 #[inline]
 pub fn extreme<const MAX: bool>(xs: &[f32]) -> f32 {
     arch().dispatch(Extreme::<MAX>(xs))
+}
+
+/// The index of the first element of `xs` equal to `m` (0.0 and -0.0 equal), or the first NaN
+/// when `m` is NaN; `xs.len()` when there is none. One compare per vector: argmax's second
+/// pass, after `extreme` found the value.
+#[inline]
+pub fn position(xs: &[f32], m: f32) -> usize {
+    struct Op<'a>(&'a [f32], f32);
+    impl WithSimd for Op<'_> {
+        type Output = usize;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) -> usize {
+            let Op(xs, m) = self;
+            let (head, _) = S::as_simd_f32s(xs);
+            let k = F32s::splat(s, m);
+            let is = |x: f32| if m.is_nan() { x.is_nan() } else { x == m };
+            // The first vector with a match, then its lanes one by one (pulp 0.22's
+            // `first_true_m32s` counts AVX-512 mask bits from the wrong end).
+            let j = head.iter().position(|&v| {
+                let x = F32s { s, v };
+                (if m.is_nan() { x.is_nan() } else { x.eq(k) }).any()
+            });
+            let from = j.unwrap_or(head.len()) * S::F32_LANES;
+            xs[from..].iter().position(|&x| is(x)).map_or(xs.len(), |k| from + k)
+        }
+    }
+    arch().dispatch(Op(xs, m))
 }
 
 /// `ys[i] = ys[i] * k`.
@@ -151,6 +183,57 @@ mod tests {
                 assert_eq!(a.dispatch(Extreme::<true>(&xs)).to_bits(), extreme_ref::<true>(&xs).to_bits(), "max n={n}");
                 assert_eq!(a.dispatch(Extreme::<false>(&xs)).to_bits(), extreme_ref::<false>(&xs).to_bits(), "min n={n}");
             }
+        }
+    }
+
+    #[test]
+    fn position_finds_the_first_match_on_every_instruction_set() {
+        let mut xs = data(1000, 5);
+        xs[700] = 9.0;
+        xs[900] = 9.0;
+        xs[950] = f32::NAN;
+        xs[990] = -f32::NAN;
+        xs[3] = -0.0;
+        for a in [arch(), pulp::Arch::Scalar] {
+            let pos = |xs: &[f32], m: f32| a.dispatch(Op(xs, m));
+            struct Op<'a>(&'a [f32], f32);
+            impl WithSimd for Op<'_> {
+                type Output = usize;
+                fn with_simd<S: Simd>(self, _: S) -> usize {
+                    position(self.0, self.1)
+                }
+            }
+            assert_eq!(pos(&xs, 9.0), 700);
+            assert_eq!(pos(&xs, f32::NAN), 950);
+            assert_eq!(pos(&xs, 0.0), 3);
+            assert_eq!(pos(&xs, 12.0), 1000);
+            for n in [0, 1, 15, 17, 33] {
+                let ys: Vec<f32> = (0..n).map(|k| k as f32).collect();
+                for k in 0..n {
+                    assert_eq!(pos(&ys, k as f32), k, "n={n}");
+                }
+                assert_eq!(pos(&ys, -1.0), n);
+            }
+        }
+    }
+
+    #[test]
+    fn infinities_of_both_signs_are_no_nan() {
+        // +inf and -inf in one group of four vectors sum to NaN: the scan finds no NaN.
+        let mut xs = data(1000, 4);
+        xs[1] = f32::INFINITY;
+        xs[20] = f32::NEG_INFINITY;
+        for a in [arch(), pulp::Arch::Scalar] {
+            assert_eq!(a.dispatch(Extreme::<true>(&xs)), f32::INFINITY);
+            assert_eq!(a.dispatch(Extreme::<false>(&xs)), f32::NEG_INFINITY);
+        }
+        xs[1] = 3e38;
+        xs[17] = 3e38;
+        xs[33] = -3e38;
+        xs[49] = -3e38;
+        for a in [arch(), pulp::Arch::Scalar] {
+            assert_eq!(a.dispatch(Extreme::<true>(&xs)), 3e38);
+            assert_eq!(a.dispatch(Extreme::<false>(&xs)), f32::NEG_INFINITY);
         }
     }
 
