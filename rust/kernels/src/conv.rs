@@ -23,7 +23,8 @@ pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;
-use super::matmul::MatElem;
+use super::matmul::{panels::{self, Operands}, MatElem};
+use super::parallel::SendPtr;
 use scratch::Buf;
 use rayon::prelude::*;
 use std::ops::AddAssign;
@@ -132,7 +133,8 @@ fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], dst_strides: (
     gemm_with(work >= GEMM_PAR_WORK, m, n, k, dst, dst_strides, a, b, accumulate)
 }
 
-/// `gemm` that splits over rayon's threads only if `threads` (false inside a parallel task).
+/// `gemm` that splits over rayon's threads only if `threads` (false inside a parallel task);
+/// the split is `matmul::panels`'.
 #[allow(clippy::too_many_arguments)]
 fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_cs): (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
     if m == 0 || n == 0 {
@@ -151,19 +153,17 @@ fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut
     let last = |rs: usize, cs: usize, r: usize, c: usize| (r - 1) * rs + (c - 1) * cs;
     assert!(last(a.rs, a.cs, m, k) < a.data.len() && last(b.rs, b.cs, k, n) < b.data.len());
     assert!(last(dst_rs, dst_cs, m, n) < dst.len() && ((dst_cs == 1 && dst_rs >= n) || (dst_rs == 1 && dst_cs >= m)));
-    let par = if threads && rayon::current_num_threads() > 1 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-    let (alpha, beta) = if accumulate { (T::from_f64(1.0), T::from_f64(1.0)) } else { (T::zero(), T::from_f64(1.0)) };
+    let (zero, one) = (T::zero(), T::from_f64(1.0));
+    let o = Operands {
+        dst: (SendPtr(dst.as_mut_ptr()), dst_rs as isize, dst_cs as isize),
+        a: (SendPtr(a.data.as_ptr() as *mut T), a.rs as isize, a.cs as isize),
+        b: (SendPtr(b.data.as_ptr() as *mut T), b.rs as isize, b.cs as isize),
+    };
     // SAFETY: strides are non-negative and the asserts show the last (largest-offset) element
     // of each operand lies inside its slice, so every addressed element does. dst is row- or
     // column-major with lines at least a line's length apart, so its elements are distinct; dst is a `&mut`
-    // slice, so it overlaps neither input. m, n, k are non-zero. Without `accumulate`,
-    // read_dst = false makes gemm overwrite dst without reading it.
-    unsafe {
-        gemm::gemm(
-            m, n, k, dst.as_mut_ptr(), dst_cs as isize, dst_rs as isize, accumulate, a.data.as_ptr(), a.cs as isize, a.rs as isize,
-            b.data.as_ptr(), b.cs as isize, b.rs as isize, alpha, beta, false, false, false, par,
-        )
-    }
+    // slice, so it overlaps neither input (and is initialised: a slice). m, n, k are non-zero.
+    unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, threads) }
 }
 
 /// Columns of images `first..first + nb` side by side: row r of image i at
