@@ -320,7 +320,7 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
             let a = Mat { data: &gsrc[grp * cout_g * rs..], rs, cs: 1 };
             // b = cols_gᵀ: element (j, r) is cols[r·rs + j].
             let b = Mat { data: &cols[grp * rows * rs..], rs: 1, cs: rs };
-            gemm(cout_g, rows, rs, &mut acc[grp * cout_g * rows..(grp + 1) * cout_g * rows], (1, cout_g), a, b, first > 0);
+            deep_gemm(cout_g, rows, rs, &mut acc[grp * cout_g * rows..(grp + 1) * cout_g * rows], a, b, first > 0)?;
         }
     }
     for (d, a) in dw.chunks_mut(cout_g * rows).zip(acc.chunks(cout_g * rows)) {
@@ -329,6 +329,52 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
                 *v = *s;
             }
         }
+    }
+    Ok(())
+}
+
+/// Depth (k) of one slice of a deep product in `deep_gemm`, and the most slices.
+const DEEP_SLICE: usize = 1024;
+const DEEP_SLICES_MAX: usize = 8;
+
+/// Slices `deep_gemm` cuts a (m×k)·(k×n) product into: one unless the product is deep (k at least
+/// twice DEEP_SLICE and 4·max(m, n)) and big enough to be worth threads. A function of the sizes
+/// only, so the sum's order (and every bit of it) is the same on any thread count.
+fn deep_slices(m: usize, n: usize, k: usize) -> usize {
+    let work = m.saturating_mul(n).saturating_mul(k);
+    if work < GEMM_PAR_WORK || k < 2 * DEEP_SLICE || k < 4 * m.max(n) {
+        return 1;
+    }
+    (k / DEEP_SLICE).min(DEEP_SLICES_MAX)
+}
+
+/// `acc (+)= a @ b` into a column-major [m, n] `acc`, for the weight gradient's short, deep
+/// product (the digits conv net: [16, 144] over k = 64 images · 64 pixels). gemm can only split
+/// such a product's few outputs across threads, and its `Rayon` mode forks and joins once per
+/// 512 of k (8 times here, for ~0.2 ms of work); here k is cut into `deep_slices` slices, each
+/// multiplied single-threaded into its own partial sum, the slices in parallel (one fork-join),
+/// and the partials added in slice order.
+fn deep_gemm<T: ConvElem>(m: usize, n: usize, k: usize, acc: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool) -> Result<()> {
+    let slices = deep_slices(m, n, k);
+    if slices == 1 {
+        gemm(m, n, k, acc, (1, m), a, b, accumulate);
+        return Ok(());
+    }
+    let (size, per) = (m * n, k.div_ceil(slices));
+    let mut partial = Buf::<T>::new(&[slices, size])?;
+    for_each_chunk(&mut partial, size, GEMM_PAR_WORK.max(COPY_PAR_ELEMS), |s, part| {
+        let (lo, hi) = (s * per, ((s + 1) * per).min(k));
+        // Slice s of k: columns lo..hi of a, rows lo..hi of b.
+        let a = Mat { data: &a.data[lo * a.cs..], ..a };
+        let b = Mat { data: &b.data[lo * b.rs..], ..b };
+        gemm_with(false, m, n, hi - lo, part, (1, m), a, b, false);
+    });
+    for (i, v) in acc[..size].iter_mut().enumerate() {
+        let mut sum = if accumulate { *v + partial[i] } else { partial[i] };
+        for s in 1..slices {
+            sum += partial[s * size + i];
+        }
+        *v = sum;
     }
     Ok(())
 }
