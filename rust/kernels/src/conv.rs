@@ -26,7 +26,6 @@ use crate::error::Result;
 use super::matmul::{panels::{self, Operands}, MatElem};
 use super::parallel::SendPtr;
 use scratch::Buf;
-use rayon::prelude::*;
 use std::ops::AddAssign;
 
 /// Element types the conv and pooling kernels run on (f32, f64).
@@ -106,12 +105,20 @@ fn chunk_images(g: &Geometry, budget: usize) -> usize {
 
 /// Runs `f(i, chunk)` over the `size`-element chunks of `out`, in parallel when `work` elements
 /// are moved in all and there is more than one thread.
-fn for_each_chunk<T: Send>(out: &mut [T], size: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+fn for_each_chunk<T: Copy + Send>(out: &mut [T], size: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if size == 0 {
         return;
     }
     if work >= COPY_PAR_ELEMS && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+        // Through `for_split` (the calling thread works too), not par_chunks_mut, which from a
+        // thread outside rayon's pool blocks the caller and costs two wake-ups per pass.
+        let (len, at) = (out.len(), SendPtr(out.as_mut_ptr()));
+        panels::for_each_index(len.div_ceil(size), |i| {
+            let (lo, hi) = (i * size, ((i + 1) * size).min(len));
+            // SAFETY: chunk i is out[lo..hi], disjoint from every other chunk; `out` is borrowed
+            // mutably for the whole call.
+            f(i, unsafe { std::slice::from_raw_parts_mut(at.get().add(lo), hi - lo) })
+        });
     } else {
         out.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
     }
@@ -336,13 +343,20 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
 /// Depth (k) of one slice of a deep product in `deep_gemm`, and the most slices.
 const DEEP_SLICE: usize = 1024;
 const DEEP_SLICES_MAX: usize = 8;
+/// Work (m·n·k) from which a deep product is sliced: four times `GEMM_PAR_WORK`, ~50 us on one
+/// thread here, so that each slice outweighs the split's cost (a fork-join, 5-20 us in this VM).
+/// The conv net's stem (16x9 over 4096: exactly GEMM_PAR_WORK, 12 us) stays one call: on two
+/// threads (SCHED_FIFO, old vs new interleaved) slicing it took its fwd+bwd from 128 to 304 us
+/// with rayon's par_chunks_mut. gemm's own `Rayon` mode had left it on one thread too (its
+/// threshold applies to each 512-deep slice).
+const DEEP_PAR_WORK: usize = 4 * GEMM_PAR_WORK;
 
 /// Slices `deep_gemm` cuts a (m×k)·(k×n) product into: one unless the product is deep (k at least
 /// twice DEEP_SLICE and 4·max(m, n)) and big enough to be worth threads. A function of the sizes
 /// only, so the sum's order (and every bit of it) is the same on any thread count.
 fn deep_slices(m: usize, n: usize, k: usize) -> usize {
     let work = m.saturating_mul(n).saturating_mul(k);
-    if work < GEMM_PAR_WORK || k < 2 * DEEP_SLICE || k < 4 * m.max(n) {
+    if work < DEEP_PAR_WORK || k < 2 * DEEP_SLICE || k < 4 * m.max(n) {
         return 1;
     }
     (k / DEEP_SLICE).min(DEEP_SLICES_MAX)
@@ -362,8 +376,11 @@ fn deep_gemm<T: ConvElem>(m: usize, n: usize, k: usize, acc: &mut [T], a: Mat<T>
     }
     let (size, per) = (m * n, k.div_ceil(slices));
     let mut partial = Buf::<T>::new(&[slices, size])?;
-    for_each_chunk(&mut partial, size, GEMM_PAR_WORK.max(COPY_PAR_ELEMS), |s, part| {
+    let out = SendPtr(partial.as_mut_ptr());
+    panels::for_each_index(slices, |s| {
         let (lo, hi) = (s * per, ((s + 1) * per).min(k));
+        // SAFETY: slice s writes only its own `size` elements of `partial`.
+        let part = unsafe { std::slice::from_raw_parts_mut(out.get().add(s * size), size) };
         // Slice s of k: columns lo..hi of a, rows lo..hi of b.
         let a = Mat { data: &a.data[lo * a.cs..], ..a };
         let b = Mat { data: &b.data[lo * b.rs..], ..b };

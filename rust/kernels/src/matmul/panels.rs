@@ -97,10 +97,7 @@ pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize
         return call(m, n, o, gemm::Parallelism::Rayon(0));
     };
     let long = if p.rows { m } else { n };
-    // for_split hands out whole multiples of 64 indices; index 64·i stands for panel i, so each
-    // thread's piece is a run of whole panels.
-    for_split(p.count * 64, 0, |s, e| {
-        for i in s / 64..e.div_ceil(64) {
+    for_each_index(p.count, |i| {
             let (lo, hi) = (i * p.width, ((i + 1) * p.width).min(long));
             let at = |(ptr, rs, cs): (SendPtr<T>, isize, isize), along_rows: bool| {
                 let off = lo as isize * if along_rows { rs } else { cs };
@@ -113,8 +110,16 @@ pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize
             };
             let (pm, pn) = if p.rows { (hi - lo, n) } else { (m, hi - lo) };
             call(pm, pn, q, gemm::Parallelism::None);
-        }
     });
+}
+
+/// Runs `f(i)` for every `i < count`, runs of consecutive indices on up to all of rayon's threads,
+/// through `parallel::for_split`: the calling thread takes part and only waits (spinning) for
+/// pieces already claimed. rayon's `par_iter` from a thread outside the pool instead queues the
+/// whole job, blocks the caller, and wakes it at the end (two thread wake-ups per fork-join).
+pub fn for_each_index(count: usize, f: impl Fn(usize) + Sync + Send) {
+    // for_split hands out runs of whole multiples of 64 indices; 64·i stands for index i.
+    for_split(count * 64, 0, |s, e| (s / 64..e / 64).for_each(&f));
 }
 
 #[cfg(test)]
