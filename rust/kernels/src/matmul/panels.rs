@@ -24,8 +24,10 @@ use super::super::parallel::{for_split, SendPtr};
 /// on AVX-512) and whole 64-byte cache lines of a contiguous dst, so two threads never write one
 /// line; finer than gemm's 48-row tile, so that two panels of 256 are 128 + 128, not 144 + 112.
 const ALIGN: usize = 16;
-/// The shorter output dim must exceed this for a cut (gemm's special paths stay out of reach).
-const MIN_SHORT: usize = 16;
+/// The shorter output dim must exceed this for a cut: with every panel longer than `SMALL`, a
+/// panel then has more than 256 elements and no dim of 1, out of reach of gemm's special paths.
+/// (The conv net's forward product is 16 x 4096: its 16 output channels are the short dim.)
+const MIN_SHORT: usize = 3;
 /// gemm's small-matrix path (different kc) is taken when both dims are at most this.
 const SMALL: usize = 64;
 

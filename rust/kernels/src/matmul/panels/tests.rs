@@ -29,7 +29,7 @@ fn run(m: usize, n: usize, k: usize, a: &[f32], as_: (isize, isize), b: &[f32], 
 fn panels_match_one_call_bitwise() {
     // The MLP's products, conv-like long-k ones, k over 512 (several kc slices), odd sizes;
     // 60x120x1030 would differ if cut into 60-column panels (gemm's small path: another kc).
-    let shapes = [(60, 120, 1030), (64, 256, 784), (784, 256, 64), (256, 784, 64), (64, 256, 256), (256, 256, 64), (16, 144, 4096),
+    let shapes = [(60, 120, 1030), (16, 4096, 144), (4, 3000, 50), (64, 256, 784), (784, 256, 64), (256, 784, 64), (64, 256, 256), (256, 256, 64), (16, 144, 4096),
         (144, 1024, 16), (100, 70, 1030), (65, 500, 33), (3000, 20, 40), (2048, 96, 600)];
     for &(m, n, k) in &shapes {
         let a = values(m * k, 1);
@@ -69,9 +69,10 @@ fn plans_cover_the_long_dim_in_whole_tiles() {
 #[test]
 fn no_cut_for_one_thread_or_gemm_special_shapes() {
     assert_eq!(plan(512, 512, 512, 1), None);
-    assert_eq!(plan(512, 16, 512, 2), None, "short dim within gemm's gemv reach");
+    assert_eq!(plan(512, 3, 512, 2), None, "a panel of 3 x 64 would take gemm's m·n <= 256 path");
     assert_eq!(plan(512, 512, 2, 2), None, "k <= 2 takes gemm's outer-product path");
     assert_eq!(plan(64, 100, 512, 2), None, "a panel of 50 columns would take the small path");
     assert_eq!(plan(40, 15, 10_000, 4), None, "nothing to cut");
+    assert!(plan(16, 4096, 144, 2).is_some(), "the conv net's forward: 16 channels x 4096 pixels");
     assert!(plan(64, 256, 784, 2).is_some());
 }
