@@ -100,18 +100,18 @@ pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize
     };
     let long = if p.rows { m } else { n };
     for_each_index(p.count, |i| {
-            let (lo, hi) = (i * p.width, ((i + 1) * p.width).min(long));
-            let at = |(ptr, rs, cs): (SendPtr<T>, isize, isize), along_rows: bool| {
-                let off = lo as isize * if along_rows { rs } else { cs };
-                (SendPtr(ptr.get().wrapping_offset(off)), rs, cs)
-            };
-            let q = if p.rows {
-                Operands { dst: at(o.dst, true), a: at(o.a, true), b: o.b }
-            } else {
-                Operands { dst: at(o.dst, false), a: o.a, b: at(o.b, false) }
-            };
-            let (pm, pn) = if p.rows { (hi - lo, n) } else { (m, hi - lo) };
-            call(pm, pn, q, gemm::Parallelism::None);
+        let (lo, hi) = (i * p.width, ((i + 1) * p.width).min(long));
+        let at = |(ptr, rs, cs): (SendPtr<T>, isize, isize), along_rows: bool| {
+            let off = lo as isize * if along_rows { rs } else { cs };
+            (SendPtr(ptr.get().wrapping_offset(off)), rs, cs)
+        };
+        let q = if p.rows {
+            Operands { dst: at(o.dst, true), a: at(o.a, true), b: o.b }
+        } else {
+            Operands { dst: at(o.dst, false), a: o.a, b: at(o.b, false) }
+        };
+        let (pm, pn) = if p.rows { (hi - lo, n) } else { (m, hi - lo) };
+        call(pm, pn, q, gemm::Parallelism::None);
     });
 }
 
