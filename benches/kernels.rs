@@ -167,5 +167,25 @@ fn allocation(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation, small_calls);
+/// Float products that `matmul::panels` cuts over threads: the MLP 784-256-256-10's forward
+/// (64x256x784) and weight gradient (784x256x64, a transposed operand), and a square 1024.
+/// Run with RAYON_NUM_THREADS=1 and 2 to see the split.
+fn matmul(c: &mut Criterion) {
+    use minigrad_core::ops::linalg::mm_raw;
+    let mut g = c.benchmark_group("matmul_f32");
+    minigrad_core::ops::creation::manual_seed(0);
+    for &(m, n, k, left_t) in &[(64usize, 256usize, 784usize, false), (784, 256, 64, true), (1024, 1024, 1024, false)] {
+        let a = if left_t {
+            views::t_raw(&minigrad_core::ops::creation::randn(&[k, m], DType::Float32).unwrap()).unwrap()
+        } else {
+            minigrad_core::ops::creation::randn(&[m, k], DType::Float32).unwrap()
+        };
+        let b = minigrad_core::ops::creation::randn(&[k, n], DType::Float32).unwrap();
+        g.throughput(Throughput::Elements((2 * m * n * k) as u64));
+        g.bench_function(BenchmarkId::new("mm", format!("{m}x{n}x{k}")), |bch| bch.iter(|| black_box(mm_raw(&a, &b).unwrap())));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation, small_calls, matmul);
 criterion_main!(benches);

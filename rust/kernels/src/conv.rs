@@ -23,9 +23,9 @@ pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;
-use super::matmul::MatElem;
+use super::matmul::{panels::{self, Operands}, MatElem};
+use super::parallel::SendPtr;
 use scratch::Buf;
-use rayon::prelude::*;
 use std::ops::AddAssign;
 
 /// Element types the conv and pooling kernels run on (f32, f64).
@@ -105,12 +105,20 @@ fn chunk_images(g: &Geometry, budget: usize) -> usize {
 
 /// Runs `f(i, chunk)` over the `size`-element chunks of `out`, in parallel when `work` elements
 /// are moved in all and there is more than one thread.
-fn for_each_chunk<T: Send>(out: &mut [T], size: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+fn for_each_chunk<T: Copy + Send>(out: &mut [T], size: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if size == 0 {
         return;
     }
     if work >= COPY_PAR_ELEMS && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
+        // Through `for_split` (the calling thread works too), not par_chunks_mut, which from a
+        // thread outside rayon's pool blocks the caller and costs two wake-ups per pass.
+        let (len, at) = (out.len(), SendPtr(out.as_mut_ptr()));
+        panels::for_each_index(len.div_ceil(size), |i| {
+            let (lo, hi) = (i * size, ((i + 1) * size).min(len));
+            // SAFETY: chunk i is out[lo..hi], disjoint from every other chunk; `out` is borrowed
+            // mutably for the whole call.
+            f(i, unsafe { std::slice::from_raw_parts_mut(at.get().add(lo), hi - lo) })
+        });
     } else {
         out.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
     }
@@ -132,7 +140,8 @@ fn gemm<T: ConvElem>(m: usize, n: usize, k: usize, dst: &mut [T], dst_strides: (
     gemm_with(work >= GEMM_PAR_WORK, m, n, k, dst, dst_strides, a, b, accumulate)
 }
 
-/// `gemm` that splits over rayon's threads only if `threads` (false inside a parallel task).
+/// `gemm` that splits over rayon's threads only if `threads` (false inside a parallel task);
+/// the split is `matmul::panels`'.
 #[allow(clippy::too_many_arguments)]
 fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut [T], (dst_rs, dst_cs): (usize, usize), a: Mat<T>, b: Mat<T>, accumulate: bool) {
     if m == 0 || n == 0 {
@@ -151,19 +160,17 @@ fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut
     let last = |rs: usize, cs: usize, r: usize, c: usize| (r - 1) * rs + (c - 1) * cs;
     assert!(last(a.rs, a.cs, m, k) < a.data.len() && last(b.rs, b.cs, k, n) < b.data.len());
     assert!(last(dst_rs, dst_cs, m, n) < dst.len() && ((dst_cs == 1 && dst_rs >= n) || (dst_rs == 1 && dst_cs >= m)));
-    let par = if threads && rayon::current_num_threads() > 1 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-    let (alpha, beta) = if accumulate { (T::from_f64(1.0), T::from_f64(1.0)) } else { (T::zero(), T::from_f64(1.0)) };
+    let (zero, one) = (T::zero(), T::from_f64(1.0));
+    let o = Operands {
+        dst: (SendPtr(dst.as_mut_ptr()), dst_rs as isize, dst_cs as isize),
+        a: (SendPtr(a.data.as_ptr() as *mut T), a.rs as isize, a.cs as isize),
+        b: (SendPtr(b.data.as_ptr() as *mut T), b.rs as isize, b.cs as isize),
+    };
     // SAFETY: strides are non-negative and the asserts show the last (largest-offset) element
     // of each operand lies inside its slice, so every addressed element does. dst is row- or
     // column-major with lines at least a line's length apart, so its elements are distinct; dst is a `&mut`
-    // slice, so it overlaps neither input. m, n, k are non-zero. Without `accumulate`,
-    // read_dst = false makes gemm overwrite dst without reading it.
-    unsafe {
-        gemm::gemm(
-            m, n, k, dst.as_mut_ptr(), dst_cs as isize, dst_rs as isize, accumulate, a.data.as_ptr(), a.cs as isize, a.rs as isize,
-            b.data.as_ptr(), b.cs as isize, b.rs as isize, alpha, beta, false, false, false, par,
-        )
-    }
+    // slice, so it overlaps neither input (and is initialised: a slice). m, n, k are non-zero.
+    unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, threads) }
 }
 
 /// Columns of images `first..first + nb` side by side: row r of image i at
@@ -320,7 +327,7 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
             let a = Mat { data: &gsrc[grp * cout_g * rs..], rs, cs: 1 };
             // b = cols_gᵀ: element (j, r) is cols[r·rs + j].
             let b = Mat { data: &cols[grp * rows * rs..], rs: 1, cs: rs };
-            gemm(cout_g, rows, rs, &mut acc[grp * cout_g * rows..(grp + 1) * cout_g * rows], (1, cout_g), a, b, first > 0);
+            deep_gemm(cout_g, rows, rs, &mut acc[grp * cout_g * rows..(grp + 1) * cout_g * rows], a, b, first > 0)?;
         }
     }
     for (d, a) in dw.chunks_mut(cout_g * rows).zip(acc.chunks(cout_g * rows)) {
@@ -329,6 +336,62 @@ fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geo
                 *v = *s;
             }
         }
+    }
+    Ok(())
+}
+
+/// Depth (k) of one slice of a deep product in `deep_gemm`, and the most slices.
+const DEEP_SLICE: usize = 1024;
+const DEEP_SLICES_MAX: usize = 8;
+/// Work (m·n·k) from which a deep product is sliced: four times `GEMM_PAR_WORK`, ~50 us on one
+/// thread here, so that each slice outweighs the split's cost (a fork-join, 5-20 us in this VM).
+/// The conv net's stem (16x9 over 4096: exactly GEMM_PAR_WORK, 12 us) stays one call: on two
+/// threads (SCHED_FIFO, old vs new interleaved) slicing it took its fwd+bwd from 128 to 304 us
+/// with rayon's par_chunks_mut. gemm's own `Rayon` mode had left it on one thread too (its
+/// threshold applies to each 512-deep slice).
+const DEEP_PAR_WORK: usize = 4 * GEMM_PAR_WORK;
+
+/// Slices `deep_gemm` cuts a (m×k)·(k×n) product into: one unless the product is deep (k at least
+/// twice DEEP_SLICE and 4·max(m, n)) and big enough to be worth threads. A function of the sizes
+/// only, so the sum's order (and every bit of it) is the same on any thread count.
+fn deep_slices(m: usize, n: usize, k: usize) -> usize {
+    let work = m.saturating_mul(n).saturating_mul(k);
+    if work < DEEP_PAR_WORK || k < 2 * DEEP_SLICE || k < 4 * m.max(n) {
+        return 1;
+    }
+    (k / DEEP_SLICE).min(DEEP_SLICES_MAX)
+}
+
+/// `acc (+)= a @ b` into a column-major [m, n] `acc`, for the weight gradient's short, deep
+/// product (the digits conv net: [16, 144] over k = 64 images · 64 pixels). gemm can only split
+/// such a product's few outputs across threads, and its `Rayon` mode forks and joins once per
+/// 512 of k (8 times here, for ~0.2 ms of work); here k is cut into `deep_slices` slices, each
+/// multiplied single-threaded into its own partial sum, the slices in parallel (one fork-join),
+/// and the partials added in slice order.
+fn deep_gemm<T: ConvElem>(m: usize, n: usize, k: usize, acc: &mut [T], a: Mat<T>, b: Mat<T>, accumulate: bool) -> Result<()> {
+    let slices = deep_slices(m, n, k);
+    if slices == 1 {
+        gemm(m, n, k, acc, (1, m), a, b, accumulate);
+        return Ok(());
+    }
+    let (size, per) = (m * n, k.div_ceil(slices));
+    let mut partial = Buf::<T>::new(&[slices, size])?;
+    let out = SendPtr(partial.as_mut_ptr());
+    panels::for_each_index(slices, |s| {
+        let (lo, hi) = (s * per, ((s + 1) * per).min(k));
+        // SAFETY: slice s writes only its own `size` elements of `partial`.
+        let part = unsafe { std::slice::from_raw_parts_mut(out.get().add(s * size), size) };
+        // Slice s of k: columns lo..hi of a, rows lo..hi of b.
+        let a = Mat { data: &a.data[lo * a.cs..], ..a };
+        let b = Mat { data: &b.data[lo * b.rs..], ..b };
+        gemm_with(false, m, n, hi - lo, part, (1, m), a, b, false);
+    });
+    for (i, v) in acc[..size].iter_mut().enumerate() {
+        let mut sum = if accumulate { *v + partial[i] } else { partial[i] };
+        for s in 1..slices {
+            sum += partial[s * size + i];
+        }
+        *v = sum;
     }
     Ok(())
 }

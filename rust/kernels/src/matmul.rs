@@ -7,10 +7,13 @@
 //! that depends only on the sizes and strides (gemm splits work across threads by output
 //! blocks, never along k), so repeated calls give bit-identical results.
 
+pub mod panels;
+
 use super::parallel::SendPtr;
 use crate::element::Element;
 
-/// Work (m·n·k) of one product above which gemm may use rayon's pool (gemm's own default).
+/// Work (m·n·k) of one product above which it is split over rayon's threads (gemm's own default
+/// threshold; `panels` does the split).
 pub const GEMM_PAR_MIN_WORK: usize = 48 * 48 * 256;
 /// Total work of a batch above which independent small products run in parallel.
 pub const BATCH_PAR_MIN_WORK: usize = 1 << 18;
@@ -43,14 +46,15 @@ macro_rules! float_product {
         impl MatElem for $t {
             #[allow(clippy::too_many_arguments)]
             unsafe fn product(m: usize, n: usize, k: usize, dst: *mut $t, a: *const $t, b: *const $t, s: Strides, parallel: bool) {
-                let par = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+                let o = panels::Operands {
+                    dst: (SendPtr(dst), s.dst_rs, s.dst_cs),
+                    a: (SendPtr(a as *mut $t), s.a_rs, s.a_cs),
+                    b: (SendPtr(b as *mut $t), s.b_rs, s.b_cs),
+                };
                 // SAFETY: the caller's contract is gemm's: every addressed element exists, dst
-                // elements are distinct and disjoint from the inputs. read_dst = false makes gemm
-                // overwrite dst (dst := 1·a·b) without reading it, so dst may be uninitialised.
-                gemm::gemm(
-                    m, n, k, dst, s.dst_cs, s.dst_rs, false, a, s.a_cs, s.a_rs, b, s.b_cs, s.b_rs,
-                    0.0, 1.0, false, false, false, par,
-                );
+                // elements are distinct and disjoint from the inputs; without `accumulate` gemm
+                // overwrites dst without reading it, so dst may be uninitialised.
+                panels::gemm(m, n, k, o, false, 1.0, 0.0, parallel);
             }
         }
     };

@@ -1,0 +1,78 @@
+use super::*;
+
+fn values(len: usize, seed: u64) -> Vec<f32> {
+    // Irregular values (not small integers) so that a different summation order shows in the bits.
+    (0..len).map(|i| ((i as u64 * 2654435761 + seed * 40503) % 1013) as f32 / 97.3 - 5.1).collect()
+}
+
+fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+}
+
+/// dst (m×n) with strides `ds` = a (m×k, strides `as_`) @ b (k×n, strides `bs`), through
+/// `gemm` with `parallel`, on `threads` threads; `start` is dst's initial content.
+#[allow(clippy::too_many_arguments)]
+fn run(m: usize, n: usize, k: usize, a: &[f32], as_: (isize, isize), b: &[f32], bs: (isize, isize), ds: (isize, isize), start: &[f32], accumulate: bool, parallel: bool, threads: usize) -> Vec<f32> {
+    let mut d = start.to_vec();
+    let o = Operands {
+        dst: (SendPtr(d.as_mut_ptr()), ds.0, ds.1),
+        a: (SendPtr(a.as_ptr() as *mut f32), as_.0, as_.1),
+        b: (SendPtr(b.as_ptr() as *mut f32), bs.0, bs.1),
+    };
+    // SAFETY: the buffers hold every element the strides address (sizes below), dst is its own
+    // vector, initialised.
+    in_pool(threads, || unsafe { gemm(m, n, k, o, accumulate, 1.0, 0.0, parallel) });
+    d
+}
+
+#[test]
+fn panels_match_one_call_bitwise() {
+    // The MLP's products, conv-like long-k ones, k over 512 (several kc slices), odd sizes;
+    // 60x120x1030 would differ if cut into 60-column panels (gemm's small path: another kc).
+    let shapes = [(60, 120, 1030), (16, 4096, 144), (4, 3000, 50), (64, 256, 784), (784, 256, 64), (256, 784, 64), (64, 256, 256), (256, 256, 64), (16, 144, 4096),
+        (144, 1024, 16), (100, 70, 1030), (65, 500, 33), (3000, 20, 40), (2048, 96, 600)];
+    for &(m, n, k) in &shapes {
+        let a = values(m * k, 1);
+        let b = values(k * n, 2);
+        let start = values(m * n, 3);
+        // a row-major or transposed, b row-major or transposed, dst row- or column-major.
+        for (as_, bs, ds) in [((k as isize, 1), (n as isize, 1), (n as isize, 1)), ((1, m as isize), (1, k as isize), (1, m as isize)),
+            ((k as isize, 1), (1, k as isize), (1, m as isize))] {
+            for accumulate in [false, true] {
+                let one = run(m, n, k, &a, as_, &b, bs, ds, &start, accumulate, false, 1);
+                for threads in [2, 3, 4] {
+                    let cut = run(m, n, k, &a, as_, &b, bs, ds, &start, accumulate, true, threads);
+                    assert!(one.iter().zip(&cut).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{n}x{k} {as_:?} {bs:?} {ds:?} acc {accumulate} on {threads} threads");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn plans_cover_the_long_dim_in_whole_tiles() {
+    for &(m, n, k) in &[(64, 256, 784), (784, 256, 64), (17, 4000, 9), (2048, 2048, 2048), (100, 97, 5)] {
+        for threads in 2..9 {
+            let Some(p) = plan(m, n, k, threads) else { continue };
+            let long = m.max(n);
+            assert!(p.count >= 2 && p.count <= threads, "{p:?}");
+            assert_eq!(p.width % ALIGN, 0);
+            assert!((p.count - 1) * p.width < long && p.count * p.width >= long, "{p:?} for {long}");
+            assert_eq!(p.rows, m >= n);
+            // No panel falls into gemm's small-matrix path.
+            let last = long - (p.count - 1) * p.width;
+            assert!(m.min(n) > SMALL || last > SMALL, "{p:?}");
+        }
+    }
+}
+
+#[test]
+fn no_cut_for_one_thread_or_gemm_special_shapes() {
+    assert_eq!(plan(512, 512, 512, 1), None);
+    assert_eq!(plan(512, 3, 512, 2), None, "a panel of 3 x 64 would take gemm's m·n <= 256 path");
+    assert_eq!(plan(512, 512, 2, 2), None, "k <= 2 takes gemm's outer-product path");
+    assert_eq!(plan(64, 100, 512, 2), None, "a panel of 50 columns would take the small path");
+    assert_eq!(plan(40, 15, 10_000, 4), None, "nothing to cut");
+    assert!(plan(16, 4096, 144, 2).is_some(), "the conv net's forward: 16 channels x 4096 pixels");
+    assert!(plan(64, 256, 784, 2).is_some());
+}
