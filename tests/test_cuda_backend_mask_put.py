@@ -283,3 +283,72 @@ def test_no_mask_or_offsets_go_through_the_host(cuda_device):
     assert a.numel() > 0 and b.numel() > 0
     assert [c for c in copies if c[0] == "d2h"] == [("d2h", 8)] * 8, copies
     assert not [c for c in copies if c[0] == "h2d"], copies
+
+
+# ----- masked_scatter_ / masked_scatter (new here: on every device, through the same ranks) -----
+
+@pytest.mark.parametrize("dtype", ALL + NARROW)
+def test_masked_scatter_matches_torch_for_every_dtype(dtype):
+    x = _vals((4, CHUNK + 9), dtype, seed=40)
+    m = _mask((4, CHUNK + 9), 41, 0.5)
+    src = _vals((4, CHUNK + 9), dtype, seed=42)
+    ref, got = x.clone(), cu(x)
+    ref.masked_scatter_(m, src)
+    assert got.masked_scatter_(cu(m), cu(src)) is got
+    _same_any(got, ref)
+    assert got._version == 1
+    _same_any(mg.masked_scatter(cu(x), cu(m[:1]), cu(src)), torch.masked_scatter(x, m[:1], src))  # broadcast mask
+
+
+def test_masked_scatter_layouts_edges_and_errors():
+    x = _vals((6, 8), torch.float32, seed=43)
+    src = _vals((6, 9), torch.float32, seed=44)
+    for m in (_mask((8,), 45, 0.5), torch.zeros(6, 8, dtype=torch.bool), torch.ones(6, 8, dtype=torch.bool), _mask((6, 1), 46)):
+        ref, got = x.clone(), on(x)
+        ref.masked_scatter_(m, src)
+        got.masked_scatter_(on(m), on(src))
+        same(got, ref)
+    base, mb = x.clone(), on(x)
+    base.t().masked_scatter_(_mask((8, 6), 47), src.t())  # strided destination and source
+    mb.t().masked_scatter_(on(_mask((8, 6), 47)), on(src).t())
+    same(mb, base)
+    same(on(x)[:1].masked_scatter(on(_mask((6, 8), 48)), on(src)), x[:1].masked_scatter(_mask((6, 8), 48), src))
+    s = torch.tensor(1.5)
+    same(on(s).masked_scatter_(on(torch.tensor(True)), on(torch.tensor([5.0, 6.0]))), s.clone().masked_scatter_(torch.tensor(True), torch.tensor([5.0, 6.0])))
+    e = torch.zeros(0, 3)
+    same(on(e).masked_scatter_(on(torch.zeros(3, dtype=torch.bool)), on(torch.zeros(0))), e.clone().masked_scatter_(torch.zeros(3, dtype=torch.bool), torch.zeros(0)))
+    cases = [
+        (torch.ones(6, 8, dtype=torch.bool), torch.ones(47)),
+        (torch.ones(6, 8, dtype=torch.bool), torch.ones(48, dtype=torch.float64)),
+        (torch.ones(6, 8, dtype=torch.int64), torch.ones(48)),
+        (torch.ones(7, 8, dtype=torch.bool), torch.ones(56)),
+    ]
+    for m, v in cases:
+        with pytest.raises(RuntimeError) as ref:
+            x.clone().masked_scatter_(m, v)
+        got_x = on(x)
+        with pytest.raises(RuntimeError) as got:
+            got_x.masked_scatter_(on(m), on(v))
+        assert str(got.value) == str(ref.value)
+        assert got_x._version == 0
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_masked_scatter_gradients(inplace):
+    g = torch.Generator().manual_seed(49)
+    x = torch.randn(5, 30, dtype=torch.float64, generator=g)
+    src = torch.randn(7, 30, dtype=torch.float64, generator=g)
+    m = _mask((5, 30), 50, 0.5)
+    w = torch.randn(5, 30, dtype=torch.float64, generator=g)
+    t, ts = x.clone().requires_grad_(), src.clone().requires_grad_()
+    mx, ms = on(x).requires_grad_(), on(src).requires_grad_()
+    if inplace:
+        out_t, out = t.clone().masked_scatter_(m, ts), mx.clone().masked_scatter_(on(m), ms)
+    else:
+        out_t, out = t.masked_scatter(m, ts), mx.masked_scatter(on(m), ms)
+    assert out.grad_fn.name() == out_t.grad_fn.name() == "MaskedScatterBackward0"
+    same(out, out_t.detach())
+    (out_t * w).sum().backward()
+    (out * on(w)).sum().backward()
+    same(mx.grad, t.grad)
+    same(ms.grad, ts.grad)
