@@ -44,6 +44,7 @@ __all__ = [
     'float16', 'bfloat16', 'uint8', 'int8', 'int16', 'promote_types',
     '_sgd_step', '_adam_step',
     'max_pool2d_values',
+    'masked_scatter',
 ]
 
 _debug_build: builtins.bool
@@ -419,3 +420,4 @@ def _adam_step(params: list[TensorBase], grads: list[TensorBase], exp_avgs: list
                eps: float, weight_decay: float, amsgrad: builtins.bool, maximize: builtins.bool, decoupled: builtins.bool,
                torch_bumps: builtins.bool) -> None: ...
 def max_pool2d_values(x: TensorBase, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], ceil_mode: builtins.bool) -> TensorBase: ...
+def masked_scatter(x: TensorBase, mask: TensorBase, source: TensorBase, inplace: builtins.bool) -> TensorBase: ...

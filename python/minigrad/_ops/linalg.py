@@ -2,10 +2,10 @@
 written once.
 
 Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_), joins (cat/concat/concatenate, stack) and index ops
-(gather, scatter, scatter_add, index_select, index_add, masked_select), with in-place `_`
+(gather, scatter, scatter_add, index_select, index_add, masked_select, masked_scatter), with in-place `_`
 variants that return `self`. Argument kinds are checked here with torch's TypeError texts;
 everything else (shapes, dtypes, indices) is checked in the Rust core (rust/py/src/linalg.rs ->
-rust/core/src/ops/linalg.rs, join.rs, gather.rs, mask.rs).
+rust/core/src/ops/linalg.rs, join.rs, gather.rs, mask.rs, mask_scatter.rs).
 
 torch numbers a method's arguments from the first one after `self`, and a function's from
 `input`, so `x.gather(0, "i")` and `minigrad.gather(x, 0, "i")` name different positions. An op
@@ -167,6 +167,25 @@ def masked_select(shift):
         _need_tensor("masked_select", "mask", 1 + shift, mask)
         return _C.masked_select(input, mask)
     return masked_select
+
+
+@_method_and_function
+def masked_scatter(shift):
+    def masked_scatter(input, mask, source):
+        if shift:
+            _need_tensor("masked_scatter", "input", 1, input)
+        _need_tensor("masked_scatter", "mask", 1 + shift, mask)
+        _need_tensor("masked_scatter", "source", 2 + shift, source)
+        return _C.masked_scatter(input, mask, source, False)
+    return masked_scatter
+
+
+@method()
+def masked_scatter_(self, mask, source):
+    """Writes source's first elements, in order, where the (broadcast) mask is true. Returns self."""
+    _need_tensor("masked_scatter_", "mask", 1, mask)
+    _need_tensor("masked_scatter_", "source", 2, source)
+    return _C.masked_scatter(self, mask, source, True)
 
 
 # ----- scattering (each with its in-place twin, a method only, which returns self) -----

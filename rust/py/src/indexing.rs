@@ -116,6 +116,20 @@ pub fn masked_select(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_,
     wrap(py, out)
 }
 
+/// `x.masked_scatter_(mask, source)` (returns x) or `masked_scatter` (a new tensor).
+#[pyfunction]
+pub fn masked_scatter(py: Python<'_>, x: &Bound<'_, TensorBase>, mask: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let m = tensor_of(mask, "masked_scatter(): argument 'mask' (position 1)")?;
+    let s = tensor_of(source, "masked_scatter(): argument 'source' (position 2)")?;
+    let t = x.borrow().t.clone();
+    if inplace {
+        run(py, t.numel(), move || minigrad_core::ops::mask_scatter::masked_scatter_(&t, &m, &s))?;
+        return Ok(x.clone().into_any().unbind());
+    }
+    let out = run(py, t.numel(), move || minigrad_core::ops::mask_scatter::masked_scatter(&t, &m, &s))?;
+    wrap(py, out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(getitem, m)?)?;
     m.add_function(wrap_pyfunction!(setitem, m)?)?;
@@ -123,5 +137,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_put, m)?)?;
     m.add_function(wrap_pyfunction!(nonzero, m)?)?;
     m.add_function(wrap_pyfunction!(masked_select, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_scatter, m)?)?;
     Ok(())
 }

@@ -201,4 +201,16 @@ impl Backend for Cpu {
         crate::ops::pool::max_values_cpu_kernel(out, x, g);
         Ok(())
     }
+
+    fn mask_ranks(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+        crate::ops::advanced::mask_ranks_cpu_kernel(mask)
+    }
+
+    fn masked_put(&self, dst: &Tensor, first: usize, ranks: &Tensor, values: &Tensor, accumulate: bool) -> Result<()> {
+        crate::ops::advanced::masked_put_cpu_kernel(dst, first, ranks, values, accumulate)
+    }
+
+    fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
+        crate::ops::advanced::masked_take_cpu_kernel(dst, src, first, ranks)
+    }
 }

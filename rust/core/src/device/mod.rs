@@ -482,6 +482,45 @@ pub trait Backend: Send + Sync {
         let indices = Tensor::empty_on(out.shape(), DType::Int64, out.device())?;
         self.max_pool2d(out, &indices, x, g)
     }
+
+    // ----- one bool mask (ops/advanced/mask_index.rs): `x[mask] = v`, `x[:, mask]`, the
+    // backward of masked_select and of `x[mask]`; no index value leaves the device -----
+
+    /// The rank of every true element of `mask` (bool, contiguous, at least 1-D): a fresh
+    /// contiguous int64 tensor of `mask`'s shape on this device holding, where `mask` is true,
+    /// the number of true elements before it in row-major order, and -1 elsewhere; with the
+    /// number of true elements (a device synchronises for it, as for `nonzero`).
+    ///
+    /// Default: torch's NotImplementedError.
+    fn mask_ranks(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+        let _ = mask;
+        Err(not_implemented(self.device(), "nonzero"))
+    }
+
+    /// The write through one mask over dims `[first, first + k)` of `dst` (`ranks` from
+    /// `mask_ranks`, shape `dst.shape[first..first + k]`): for every position `(b, m, a)` of
+    /// `dst` with `ranks[m] >= 0`, `dst[b, m, a] = values[b, ranks[m], a]` (`+=` when
+    /// `accumulate`: integers wrap, bool is `or`, half types add in float32 and round).
+    /// `values` has `dst`'s dtype and shape `dst.shape[..first] + [n] + dst.shape[first + k..]`
+    /// (`n` the count), ANY strides (0 where broadcast), and does not overlap `dst`; `dst` has
+    /// no internal overlap and went through the write path. Each element is written at most once.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn masked_put(&self, dst: &Tensor, first: usize, ranks: &Tensor, values: &Tensor, accumulate: bool) -> Result<()> {
+        let _ = (dst, first, ranks, values, accumulate);
+        Err(not_implemented(self.device(), "index_put_"))
+    }
+
+    /// The read through one mask (`x[:, mask]`): `dst[b, ranks[m], a] = src[b, m, a]` for
+    /// every position of `src` with `ranks[m] >= 0` (`ranks` as in `masked_put`). `dst` is
+    /// fresh, of `src`'s dtype and shape `src.shape[..first] + [n] + src.shape[first + k..]`,
+    /// any strides; `src` any strides.
+    ///
+    /// Default: torch's NotImplementedError.
+    fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
+        let _ = (dst, src, first, ranks);
+        Err(not_implemented(self.device(), "index.Tensor"))
+    }
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

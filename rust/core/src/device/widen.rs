@@ -375,6 +375,21 @@ impl Backend for Widen {
     fn max_pool2d_values(&self, out: &Tensor, x: &Tensor, g: &MaxGeometry) -> Result<()> {
         self.0.max_pool2d_values(out, x, g)
     }
+
+    // One-mask reads and writes move data: every device has them for the narrow dtypes too
+    // (the accumulating write of a half type adds in float32 and rounds, once per element, as
+    // the CPU's index_put_ does), so they pass straight through.
+    fn mask_ranks(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+        self.0.mask_ranks(mask)
+    }
+
+    fn masked_put(&self, dst: &Tensor, first: usize, ranks: &Tensor, values: &Tensor, accumulate: bool) -> Result<()> {
+        self.0.masked_put(dst, first, ranks, values, accumulate)
+    }
+
+    fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
+        self.0.masked_take(dst, src, first, ranks)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

@@ -20,6 +20,24 @@
 //                                         p-th kept element at out[d * total + p]
 //   mg_masked_select_write<T>(T* out, const long long* counts, const T* src, const bool* mask,
 //                             long long n)
+//
+// Writes and reads through one bool mask (advanced/mask_index.rs: `x[mask] = v`, index_put_
+// with accumulate, `x[:, mask]`, the backward of masked_select and of `x[mask]`): pass 3 is
+// mg_compact_rank, which gives every true element its rank (its place among the true elements
+// in row-major order) and every false one -1; then one thread per element of the indexed
+// tensor's shape reads its rank (ranks broadcast over the dims the mask does not cover):
+//   mg_compact_rank(long long* rank, const long long* counts, const bool* mask, long long n)
+//   mg_masked_put<T, ACC>(T* dst, MgStrides ds, const T* src, MgStrides ss, const long long* rank,
+//                         MgStrides rs, MgShape shape, long long n, long long rank_stride)
+//     where rank r >= 0: dst[ds] = src[ss + r * rank_stride] (`+=` when ACC; integers wrap,
+//     bool is `or`, half types add in float and round). `shape` is dst's; `ss` has stride 0 on
+//     the mask's dims (the values' rank dim is rank_stride).
+//   mg_masked_take<T>(T* dst, MgStrides ds, const T* src, MgStrides ss, const long long* rank,
+//                     MgStrides rs, MgShape shape, long long n, long long rank_stride)
+//     the read: `shape` is src's, `ds` has stride 0 on the mask's dims; where r >= 0:
+//     dst[ds + r * rank_stride] = src[ss].
+// True elements are distinct, so every destination element is written at most once: no
+// atomics, no order to fix, the same bits on every grid.
 #include "cuda_common.cuh"
 
 #define MG_COMPACT_THREADS 256
@@ -33,7 +51,8 @@ __device__ __forceinline__ long long compact_chunks(long long n) {
 
 // Walks the chunks of this block; `keep(j)` says whether element j is kept, `emit(j, p)` writes
 // kept element j at output place p. Places follow j's order within and across chunks.
-template <class Keep, class Emit>
+// With ALL, `emit(j, -1)` is called for the elements that are not kept, too.
+template <bool ALL = false, class Keep, class Emit>
 __device__ void compact_write(const long long* counts, long long n, const Keep& keep, const Emit& emit) {
   __shared__ long long pos[MG_COMPACT_THREADS];
   if (blockDim.x != MG_COMPACT_THREADS) __trap();
@@ -55,11 +74,25 @@ __device__ void compact_write(const long long* counts, long long n, const Keep& 
         pos[t] += v;
         __syncthreads();
       }
-      if (f) emit(j, base + pos[t] - 1);
+      if (f) {
+        emit(j, base + pos[t] - 1);
+      } else if (ALL && j < hi) {
+        emit(j, -1LL);
+      }
       const long long tile_total = pos[MG_COMPACT_THREADS - 1];
       __syncthreads();  // pos is rewritten by the next tile
       base += tile_total;
     }
+  }
+}
+
+template <class T> __device__ __forceinline__ T mask_acc(T a, T b) {
+  if constexpr (traits<T>::is_int) {
+    return wrap_add(a, b);
+  } else if constexpr (same<T, bool>::value) {
+    return a | b;
+  } else {
+    return a + b;
   }
 }
 
@@ -137,4 +170,35 @@ template <class T>
 __global__ void mg_masked_select_write(T* out, const long long* counts, const T* src, const bool* mask, long long n) {
   mg::compact_write(
       counts, n, [&](long long j) { return mask[j]; }, [&](long long j, long long p) { out[p] = src[j]; });
+}
+
+__global__ void mg_compact_rank(long long* rank, const long long* counts, const bool* mask, long long n) {
+  mg::compact_write<true>(
+      counts, n, [&](long long j) { return mask[j]; }, [&](long long j, long long p) { rank[j] = p; });
+}
+
+template <class T, bool ACC>
+__global__ void mg_masked_put(T* dst, MgStrides ds, const T* src, MgStrides ss, const long long* rank, MgStrides rs,
+                              MgShape shape, long long n, long long rank_stride) {
+  const MgStrides* const s[3] = {&ds, &ss, &rs};
+  mg::for_each_strided<3>(n, shape, s, [&](const long long (&off)[3]) {
+    const long long r = rank[off[2]];
+    if (r < 0) return;
+    const T v = src[off[1] + r * rank_stride];
+    if constexpr (ACC) {
+      dst[off[0]] = mg::mask_acc(dst[off[0]], v);
+    } else {
+      dst[off[0]] = v;
+    }
+  });
+}
+
+template <class T>
+__global__ void mg_masked_take(T* dst, MgStrides ds, const T* src, MgStrides ss, const long long* rank, MgStrides rs,
+                               MgShape shape, long long n, long long rank_stride) {
+  const MgStrides* const s[3] = {&ds, &ss, &rs};
+  mg::for_each_strided<3>(n, shape, s, [&](const long long (&off)[3]) {
+    const long long r = rank[off[2]];
+    if (r >= 0) dst[off[0] + r * rank_stride] = src[off[1]];
+  });
 }

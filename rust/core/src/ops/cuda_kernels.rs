@@ -381,6 +381,9 @@ const COMPACT: CudaSource = CudaSource {
     families: &[
         Family { kernels: &["mg_compact_count<{T}>", "mg_nonzero_write<{T}>", "mg_masked_select_write<{T}>"], types: EVERY, ops: &[""] },
         Family { kernels: &["mg_compact_scan"], types: &[("", "")], ops: &[""] },
+        Family { kernels: &["mg_compact_rank"], types: &[("", "")], ops: &[""] },
+        Family { kernels: &["mg_masked_put<{T}, {op}>"], types: EVERY, ops: &["false", "true"] },
+        Family { kernels: &["mg_masked_take<{T}>"], types: EVERY, ops: &[""] },
     ],
 };
 

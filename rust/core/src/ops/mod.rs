@@ -22,6 +22,7 @@ pub mod lanes;
 pub mod linalg;
 pub mod loss;
 pub mod mask;
+pub mod mask_scatter;
 pub mod norm;
 pub mod pad;
 pub mod pool;

@@ -444,4 +444,16 @@ impl Backend for Cuda {
     fn scan(&self, op: minigrad_core::device::ScanOp, dst: &Tensor, src: &Tensor, acc: DType) -> Result<()> {
         self.scan_impl(op, dst, src, acc)
     }
+
+    fn mask_ranks(&self, mask: &Tensor) -> Result<(Tensor, usize)> {
+        self.mask_ranks_impl(mask)
+    }
+
+    fn masked_put(&self, dst: &Tensor, first: usize, ranks: &Tensor, values: &Tensor, accumulate: bool) -> Result<()> {
+        self.masked_put_impl(dst, first, ranks, values, accumulate)
+    }
+
+    fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
+        self.masked_take_impl(dst, src, first, ranks)
+    }
 }

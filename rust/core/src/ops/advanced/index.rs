@@ -19,6 +19,9 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     if let Some(out) = leading_mask(x, indices)? {
         return Ok(out);
     }
+    if let Some((first, mask)) = super::mask_index::single_mask(indices) {
+        return super::mask_index::take(x, first, mask);
+    }
     let info = Info::new(x, indices)?;
     if info.indices.is_empty() {
         return Err(Error::Runtime(NO_INDEX_ASSERT.into()));

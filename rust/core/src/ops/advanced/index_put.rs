@@ -19,8 +19,9 @@ use super::info::{check_mask, row_major_offsets, Info};
 /// `x.index_put_(indices, values, accumulate)`: one write, one version bump.
 pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
     check_count(x, indices)?;
-    // torch answers a single-mask write of one value with masked_fill_ (other rules apply).
-    if !accumulate && values.numel() == 1 {
+    // torch answers a single-mask write of one value held on the CPU with masked_fill_ (other
+    // rules apply; torch's canDispatchToMaskedFill).
+    if !accumulate && values.numel() == 1 && values.device().is_cpu() {
         match masked_fill_mask(x, indices)? {
             MaskFill::Mask(mask) => return masked_fill_write(x, &mask, values),
             MaskFill::NoIndex => return Err(Error::Runtime("sym_strides() called on an undefined Tensor".into())),
@@ -30,6 +31,9 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
     check_no_overlap(x, values, false)?;
     for i in indices.iter().flatten() {
         check_no_overlap(x, i, false)?;
+    }
+    if let Some((first, mask)) = super::mask_index::single_mask(indices) {
+        return super::mask_index::put(x, first, mask, values, accumulate);
     }
     let info = Info::new(x, indices)?;
     let shape = info.result_shape();
@@ -85,7 +89,7 @@ pub fn index_put_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, ac
 }
 
 /// True when `from` broadcasts to `to` (torch's `is_expandable_to`).
-fn expandable(from: &[usize], to: &[usize]) -> bool {
+pub(super) fn expandable(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len() && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
 }
 

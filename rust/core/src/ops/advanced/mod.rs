@@ -20,9 +20,11 @@ use crate::tensor::Tensor;
 mod index;
 mod index_put;
 mod info;
+mod mask_index;
 
 pub use index::{index, index_raw};
 pub use index_put::{index_put, index_put_, index_put_inplace_raw, index_put_raw};
+pub(crate) use mask_index::{mask_ranks_cpu_kernel, masked_put_cpu_kernel, masked_take_cpu_kernel};
 
 /// What torch 2.13 raises when index_put_ runs with no index tensor at all.
 const NO_INDEX_ASSERT: &str = "ntensor >= 3 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/aten/src/ATen/native/cpu/IndexKernelUtils.h\":8, please report a bug to PyTorch. ";
