@@ -57,7 +57,11 @@ pub struct Entries {
     device: c_int,
 }
 
+/// An address handed over by the driver; None counts as 0 (ctypes gives None for a null `c_void_p`).
 fn address(v: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    if v.is_none() {
+        return Ok(0);
+    }
     v.extract::<usize>()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("minigrad: the CUDA driver's {what} must be an address (int)")))
 }
