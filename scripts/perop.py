@@ -195,7 +195,9 @@ def gpu(n, json_path):
     for name, r in rows.items():
         print(f"{name:62s} " + "  ".join(f"{k} {v:6.2f}" for k, v in r.items()))
     if json_path:
-        Path(json_path).write_text(json.dumps({"ops": n, "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, indent=1))
+        name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+        name = name.decode() if isinstance(name, bytes) else name
+        Path(json_path).write_text(json.dumps({"ops": n, "device": name, "rows": rows}, indent=1))
 
 
 def _old_alloc(cupy):
