@@ -122,7 +122,7 @@ def _callgrind(python, pythonpath, mode, n, build_dir):
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__, mode,
                "--ops", str(n), "--build-dir", build_dir]
         subprocess.run(cmd, check=True, env=env, capture_output=True)
-        total = int(re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M).group(1))
+        total = int(re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE).group(1))
         kernel = 0
         if mode == "emulated":
             # exclusive counts of the g++ build's own code (its fibers switch stacks, so
@@ -177,7 +177,7 @@ def gpu(n, json_path):
     for name, f, sync in (("minigrad", lambda: a + b, mgsync), ("torch", lambda: ta + tb, tsync), ("cupy", lambda: ca + cb, csync)):
         for _ in range(3):  # best of 3 runs
             issued = _per_op_us(f, n, sync)
-            synced = _per_op_us(lambda: (f(), sync()), n // 4, sync)
+            synced = _per_op_us(lambda f=f, sync=sync: (f(), sync()), n // 4, sync)
             r = rows.setdefault(name, {"issued_us": issued, "synced_us": synced})
             r["issued_us"], r["synced_us"] = min(r["issued_us"], issued), min(r["synced_us"], synced)
     d = mg_driver(0)
