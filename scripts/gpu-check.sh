@@ -34,10 +34,14 @@ print((x * 2 + 1).relu().sum(dim=1).tolist(), "first kernels (compile included):
 PY
 
 step "CUDA tests (tests/test_cuda_*.py that run on the device) against torch"
-timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend*.py tests/test_cuda_random.py -q -p no:cacheprovider --maxfail=40 -rf \
+timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests/test_cuda_backend*.py tests/test_cuda_random.py tests/test_cuda_launch.py -q -p no:cacheprovider --maxfail=40 -rf \
     --junitxml="$OUT/junit.xml" --durations=5 > "$OUT/pytest.txt" 2>&1
 echo "pytest rc=$?"
 grep -E '^(FAILED|ERROR)|^E  +[A-Z]|passed|failed|^[0-9.]+s ' "$OUT/pytest.txt" | cut -c1-300 | head -80
+
+step "per-op path: c = a + b on one element, minigrad / torch / CuPy, and its parts (scripts/perop.py)"
+timeout "${PEROP_TIMEOUT:-90}" python3 scripts/perop.py gpu --ops 20000 --json "$OUT/perop.json" 2>&1 | tail -12
+echo "perop rc=${PIPESTATUS[0]}"
 
 step "minigrad bench gpu"
 timeout "${BENCH_TIMEOUT:-150}" python3 -m minigrad bench gpu ${BENCH_ARGS---quick} --no-progress --json "$OUT/bench_gpu.json" 2>&1 | tail -40

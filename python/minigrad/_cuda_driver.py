@@ -1,14 +1,22 @@
 """The driver the CUDA backend calls on a real GPU: CuPy owns memory (its pool, so users' own
 CuPy code and pool limits share it), streams (kernels go on CuPy's current stream) and NVRTC
 (`cupy.RawModule`, with CuPy's in-memory and on-disk caches). The Rust backend keeps the
-function handles it gets, so a launch is one call here and one `cuLaunchKernel`.
+function handles it gets and launches them itself: `entry_points()` gives it libcuda's
+`cuLaunchKernel` and `cuGetErrorName` and CuPy's C function for the current stream, so a launch
+calls no Python (rust/py/src/cuda/entry.rs). An allocation is one call of `alloc`.
 
 The interface (the host emulation in tests/cuda_host/driver.py provides the same):
   alloc(nbytes) -> (address, owner)          owner keeps the block; dropping it frees it
   memset_zero(address, nbytes)
   copy(dst, src, nbytes, kind)               kind: "h2d", "d2h", "d2d"; synchronous
   function(source, expr, group) -> handle    compiles `group` (which includes expr) once
-  launch(handle, grid, block, shared_bytes, params_address)
+  entry_points() -> (launch_kernel, get_error_name, stream_of)
+        launch_kernel: address of a C function with cuLaunchKernel's signature
+        get_error_name: address of one with cuGetErrorName's (0: none)
+        stream_of: the current stream of a device for the calling thread, either the address
+                   of a C function `intptr_t (int device)` called with the GIL held (-1 with a
+                   Python exception set on error) or a Python callable device -> int
+        The addresses must stay valid while the driver object lives.
   matmul(dtype, dst, a, b)                   each (address, shape, strides in elements):
                                              dst[B] = a[B] @ b[B] through cuBLAS
   synchronize(), device_name()
@@ -28,24 +36,33 @@ class CupyDriver:
         self._headers = dict(_C._cuda_headers())
         self._options = tuple(_C._cuda_nvrtc_options())
         self._modules = []  # keeps every compiled module (and so its functions) alive
-        self._launch = driver.launchKernel  # bound once: a launch is on the per-op path
-        self._current_stream = cupy.cuda.get_current_stream
         self._functions = {}
+        # bound once: an allocation is on the per-op path
+        self._get_device = runtime.getDevice
+        self._pool_alloc = cupy.cuda.memory.alloc  # the current allocator (set_allocator is honoured)
+        self._oom = cupy.cuda.memory.OutOfMemoryError
 
     def _device(self):
         return self._cupy.cuda.Device(self.index)
 
+    def entry_points(self):
+        return (*_libcuda_entries(), _stream_of(self._cupy))
+
     def alloc(self, nbytes):
-        with self._device():
-            try:
-                mem = self._cupy.cuda.alloc(nbytes)
-            except self._cupy.cuda.memory.OutOfMemoryError as e:
-                pool = self._cupy.get_default_memory_pool()
-                raise OutOfMemoryError(
-                    f"CUDA out of memory. Tried to allocate {_human(nbytes)}. GPU {self.index}: "
-                    f"{_human(pool.used_bytes())} allocated by this process's pool, "
-                    f"{_human(pool.total_bytes())} reserved ({e})"
-                ) from None
+        # The pool serves the current device: switch only when it is another one (a `with
+        # Device` costs a cudaSetDevice on the way out, even when nothing changed).
+        if self._get_device() != self.index:
+            with self._device():
+                return self.alloc(nbytes)
+        try:
+            mem = self._pool_alloc(nbytes)
+        except self._oom as e:
+            pool = self._cupy.get_default_memory_pool()
+            raise OutOfMemoryError(
+                f"CUDA out of memory. Tried to allocate {_human(nbytes)}. GPU {self.index}: "
+                f"{_human(pool.used_bytes())} allocated by this process's pool, "
+                f"{_human(pool.total_bytes())} reserved ({e})"
+            ) from None
         return mem.ptr, mem
 
     def memset_zero(self, address, nbytes):
@@ -77,9 +94,6 @@ class CupyDriver:
                     self._functions[name] = module.get_function(name).kernel
         return self._functions[expr].ptr
 
-    def launch(self, handle, grid, block, shared_bytes, params):
-        self._launch(handle, grid, 1, 1, block, 1, 1, shared_bytes, self._current_stream().ptr, params, 0)
-
     def _array(self, dtype, operand):
         """A CuPy view (no copy, not owning) of device memory described by the backend."""
         cupy = self._cupy
@@ -101,6 +115,39 @@ class CupyDriver:
     def device_name(self):
         name = self._runtime.getDeviceProperties(self.index)["name"]
         return name.decode() if isinstance(name, bytes) else name
+
+
+def _libcuda_entries():
+    """(cuLaunchKernel, cuGetErrorName) of the driver library CuPy uses. CuPy (12.x and 13.x
+    wheels alike) soft-links the driver API by opening `libcuda.so.1` and taking the un-suffixed
+    symbols (`cuLaunchKernel`, `cuGetErrorName`: one ABI since CUDA 4 and 6); opening the same
+    name returns the library already loaded, wherever it was found (the loader matches its
+    soname), so these are the very functions CuPy's own `launchKernel` calls."""
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    return tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in ("cuLaunchKernel", "cuGetErrorName"))
+
+
+def _stream_of(cupy):
+    """CuPy's own reader of a device's current stream in the calling thread (what its kernels
+    launch on; it follows `with cupy.cuda.Stream():`, `Stream.use()` and
+    CUPY_CUDA_PER_THREAD_DEFAULT_STREAM): the C function `get_stream_ptr` that
+    cupy_backends.cuda.stream exports to CuPy's other modules, taken from its capsule only when
+    the capsule's signature is the one expected; otherwise CuPy's public (slower) Python call."""
+    import ctypes
+
+    try:
+        from cupy_backends.cuda import stream
+
+        capsule = stream.__pyx_capi__["get_stream_ptr"]
+        get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
+        address = get(capsule, b"intptr_t (int)")  # ValueError when the signature differs
+        if address:
+            return address
+    except (ImportError, AttributeError, KeyError, ValueError):
+        pass
+    return lambda device: cupy.cuda.get_current_stream(device).ptr
 
 
 def _human(n):

@@ -3,10 +3,14 @@
 //! it for memory, copies, compiled functions and launches, and nothing else, so all of CUDA's
 //! Python-side state (the memory pool, the current stream, NVRTC's cache) stays CuPy's.
 //!
+//! A launch calls no Python: `cuLaunchKernel` through a function pointer (entry.rs), on the stream
+//! read from CuPy's C API. An allocation is one call of the driver's `alloc`, bound once here.
+//!
 //! Every call attaches to the interpreter (the core may be running with the GIL released) and
 //! turns a Python exception into a core error that carries it back unchanged (`errors::stash`),
 //! so CuPy's out-of-memory error, for one, reaches the user as itself.
 
+use super::entry::Entries;
 use crate::errors::stash;
 use minigrad_core::error::Result;
 use pyo3::prelude::*;
@@ -20,18 +24,25 @@ pub enum CopyKind {
 
 pub struct Driver {
     obj: Py<PyAny>,
+    /// `obj.alloc`, bound once: an allocation is on the per-op path.
+    alloc: Py<PyAny>,
+    entries: Entries,
 }
 
 impl Driver {
-    pub fn new(obj: Py<PyAny>) -> Driver {
-        Driver { obj }
+    /// The driver object of `cuda:device`; reads its entry points and binds `alloc` now.
+    pub fn new(py: Python<'_>, obj: Py<PyAny>, device: u32) -> PyResult<Driver> {
+        let bound = obj.bind(py);
+        let entries = Entries::from_driver(bound, device)?;
+        let alloc = bound.getattr("alloc")?.unbind();
+        Ok(Driver { obj, alloc, entries })
     }
 
     /// `nbytes` of device memory: its address and the Python object that keeps it alive (the
     /// block returns to the pool when that object is released).
     pub fn alloc(&self, nbytes: usize) -> Result<(u64, Py<PyAny>)> {
         Python::attach(|py| {
-            let r = self.obj.bind(py).call_method1("alloc", (nbytes,)).map_err(stash)?;
+            let r = self.alloc.bind(py).call1((nbytes,)).map_err(stash)?;
             r.extract::<(u64, Py<PyAny>)>().map_err(|e| stash(e.into()))
         })
     }
@@ -58,11 +69,13 @@ impl Driver {
         })
     }
 
-    /// Launches `function` on `grid` x `block` threads on the current stream; `params` is the
-    /// address of the `void*` array of its parameters.
+    /// Launches `function` on `grid` x `block` threads on CuPy's current stream (of this device,
+    /// in this thread, read now); `params` is the address of the `void*` array of its parameters.
+    /// A failed launch is a RuntimeError naming the driver's error (`CUDA error: CUDA_ERROR_...`).
     pub fn launch(&self, function: u64, grid: u32, block: u32, shared_bytes: u32, params: u64) -> Result<()> {
         Python::attach(|py| {
-            self.obj.bind(py).call_method1("launch", (function, grid, block, shared_bytes, params)).map(drop).map_err(stash)
+            let stream = self.entries.current_stream(py).map_err(stash)?;
+            self.entries.launch(py, function, grid, block, shared_bytes, stream, params)
         })
     }
 

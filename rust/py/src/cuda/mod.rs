@@ -16,6 +16,7 @@ mod reduce;
 mod sortscan;
 mod sortlong;
 mod compact;
+mod entry;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};
@@ -28,7 +29,7 @@ use std::sync::Mutex;
 /// Makes `driver` (see `driver.rs` for what it must provide) the backend of `cuda:index`.
 #[pyfunction]
 fn _cuda_register(py: Python<'_>, index: u32, driver: Py<PyAny>) -> PyResult<()> {
-    let backend = backend::Cuda::new(index, driver::Driver::new(driver.clone_ref(py))).map_err(to_py)?;
+    let backend = backend::Cuda::new(index, driver::Driver::new(py, driver.clone_ref(py), index)?).map_err(to_py)?;
     device::register(Box::new(backend)).map_err(to_py)?;
     DRIVERS.lock().unwrap_or_else(|e| e.into_inner()).insert(index, driver);
     Ok(())
