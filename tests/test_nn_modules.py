@@ -241,6 +241,40 @@ def test_linear_errors_match_torch(args):
     assert_same_error(lambda: F.linear(mk(mg, x), mk(mg, w), mk(mg, b)), lambda: TF.linear(mk(torch, x), mk(torch, w), mk(torch, b)))
 
 
+# torch fuses the bias into addmm only for contiguous input and a contiguous bias with one dim
+# other than 1; any other bias is `add_`-ed after matmul, which decides the node and the errors.
+@pytest.mark.parametrize("x, w, b, transpose, dtype", [
+    ((2, 3, 4), (5, 4), (1, 5), False, "float32"),   # one non-1 dim: flattened (ViewBackward0)
+    ((2, 3, 4), (5, 4), (3, 5), False, "float32"),   # 2-D bias: matmul then add_ (AddBackward0)
+    ((6, 2, 4), (5, 4), (5, 1), False, "float32"),
+    ((6, 2, 4), (5, 4), (1, 1), False, "float32"),   # squeezes to 0-d: not fused
+    ((4,), (4,), (), False, "float32"),              # dot, then a 0-d add_
+    ((4,), (4,), (3,), False, "float32"),            # 1-D bias with a 1-D weight: addmm's error
+    ((4,), (4,), (0, 3), False, "float32"),          # add_'s broadcast error
+    ((4,), (4,), (0, 3), False, "bool"),             # matmul's dtype error comes first
+    ((2, 2, 3), (5, 3), (5,), True, "float32"),      # non-contiguous input: not fused
+    ((), (5, 4), (5,), False, "float32"),            # 0-d input
+    ((2, 4), (), (5,), False, "float32"),            # 0-d weight, checked before addmm
+])
+def test_linear_bias_routing_matches_torch(x, w, b, transpose, dtype):
+    def run(lib, fn):
+        dt = getattr(lib, dtype)
+        xi = lib.ones(x, dtype=dt)
+        xi = xi.transpose(0, 1) if transpose else xi
+        if dtype != "bool":
+            xi.requires_grad_()
+        out = fn(xi, lib.ones(w, dtype=dt), lib.ones(b))
+        return out, (out.grad_fn.name() if out.grad_fn is not None else None)
+    try:
+        expected = run(torch, TF.linear)
+    except Exception:
+        assert_same_error(lambda: run(mg, F.linear), lambda: run(torch, TF.linear))
+        return
+    got = run(mg, F.linear)
+    assert got[1] == expected[1]
+    assert_same(got[0].detach(), expected[0].detach())
+
+
 def test_linear_dtype_mismatch_error_matches_torch():
     assert_same_error(lambda: F.linear(mg.ones(3, 4, dtype=mg.float64), mg.ones(5, 4)),
                       lambda: TF.linear(torch.ones(3, 4, dtype=torch.float64), torch.ones(5, 4)))
