@@ -131,6 +131,35 @@ def test_batch_norm_wrong_channel_count_errors_as_torch():
     assert_same_error(lambda: mm(mg.ones(4, 5)), lambda: tm(torch.ones(4, 5)))
 
 
+# Which check torch makes first depends on the mode: in evaluation the dtype (before dim 1 is
+# read), in training dim 1; a 0-d input fails torch's batch-size check; an empty input of any
+# dtype comes back as a clone (times weight[0], plus bias[0]) before any check.
+@pytest.mark.parametrize("dtype, shape, stats", [
+    ("bool", (4,), (0, 3)), ("int64", (4,), (0,)), ("float32", (4,), (0, 3)), ("float32", (4,), (3,)),
+    ("bool", (2, 3), (0, 3)), ("int64", (2, 3), (3,)), ("float32", (), (3,)),
+    ("bool", (0, 3), (3,)), ("int32", (2, 0), (0,)), ("float32", (0, 3), (2,)), ("bool", (0,), (0,)),
+])
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_check_order_and_empty_inputs_match_torch(dtype, shape, stats, training, affine):
+    if dtype == "float32" and shape == () and not training:
+        pytest.skip("torch reads dim 1 of a 0-d input out of bounds in evaluation (undefined behaviour)")
+    def run(lib, F):
+        x = lib.ones(shape, dtype=getattr(lib, dtype))
+        w = lib.full((3,), 2.0, requires_grad=True) if affine else None
+        b = lib.full((3,), 0.5, requires_grad=True) if affine else None
+        out = F.batch_norm(x, lib.zeros(stats), lib.ones(stats), w, b, training=training)
+        return out, (out.grad_fn.name() if out.grad_fn is not None else None)
+    try:
+        expected = run(torch, torch.nn.functional)
+    except Exception:
+        assert_same_error(lambda: run(mg, mg.nn.functional), lambda: run(torch, torch.nn.functional))
+        return
+    got = run(mg, mg.nn.functional)
+    assert got[1] == expected[1]
+    assert_same(got[0].detach(), expected[0].detach())
+
+
 def test_batch_norm_loads_an_old_checkpoint_without_num_batches_tracked():
     mm, tm = twins("BatchNorm1d", 3)
     sd = {k: to_mg(v) for k, v in tm.state_dict().items() if k != "num_batches_tracked"}

@@ -486,3 +486,24 @@ def test_norm_of_single_elements_is_their_magnitude(ord, shape, dim):
         tn.sum().mul(-5).backward()
         mn.sum().mul(-5).backward()
         np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-15, atol=0)  # formulas may round apart by an ulp
+
+
+@pytest.mark.parametrize("layout", ["0-d", "strided", "contiguous"])
+@pytest.mark.parametrize("value", [4.916867e-23, 1e-30, 3e20, 1.5])
+def test_float32_two_norm_squares_round_to_float32(value, layout):
+    # torch squares float32 in float32: 4.9e-23 squared is a subnormal (its norm is 5.3e-23, not
+    # 4.9e-23) and 3e20 squared is inf. Every kernel path (one element, a strided walk, a
+    # contiguous vector run) must round each square the same way.
+    base = np.array([value, -value, value * 0.5, 0.0], dtype=np.float32)
+    if layout == "0-d":
+        t, m = torch.tensor(base[0], requires_grad=True), mg.tensor(base[0], requires_grad=True)
+        tx, mx, dim = t, m, 0
+    else:
+        t = torch.tensor(np.tile(base, (3, 1)), requires_grad=True)
+        m = mg.tensor(np.tile(base, (3, 1)), requires_grad=True)
+        tx, mx, dim = (t.t(), m.t(), 0) if layout == "strided" else (t, m, 1)
+    tn, mn = tx.norm(2, dim), mx.norm(2, dim)
+    np.testing.assert_array_equal(mn.detach().numpy(), tn.detach().numpy())
+    tn.sum().mul(-5).backward()
+    mn.sum().mul(-5).backward()
+    np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=0)

@@ -538,6 +538,9 @@ impl<T: Element, D: Element, const K: u8> Reducer for Norm<T, D, K> {
     fn step(&self, acc: f64, x: T, _i: usize) -> f64 {
         let a = x.to_f64().abs();
         match K {
+            // float32 squares round to float32 as torch's (and `sum_sq`'s) do, so a square that
+            // underflows to a subnormal or overflows to inf does so here too (a*a is exact in f64).
+            norm_kind::TWO if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() => acc + (a * a) as f32 as f64,
             norm_kind::TWO => acc + a * a,
             norm_kind::ONE => acc + a,
             norm_kind::INF => if beats::<f64, true>(a, acc) { a } else { acc },

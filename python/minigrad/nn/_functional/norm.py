@@ -15,11 +15,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     statistics are used and the running ones updated in place (unbiased variance), as torch."""
     if training:
         size = input.size()
-        values_per_channel = size[0] if len(size) > 0 else 1
+        values_per_channel = size[0]  # a 0-d input raises IndexError here, as in torch
         for d in size[2:]:
             values_per_channel *= d
         if values_per_channel == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if isinstance(input, _C.TensorBase) and input.numel() == 0:
+        # torch returns an empty input's clone before any check (any dtype), scaled and shifted by
+        # the first weight and bias so the graph still reaches them.
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     return _C.batch_norm(input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps))
 
 

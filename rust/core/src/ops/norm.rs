@@ -82,6 +82,11 @@ pub fn batch_norm_raw(
     check("running_var", running_var, !training)?;
     check("weight", weight, false)?;
     check("bias", bias, false)?;
+    // In evaluation torch dispatches on the dtype before it reads dim 1; in training it reads
+    // dim 1 first (for the batch statistics).
+    if !training && !x.dtype().is_floating() {
+        return Err(Error::NotImplemented(format!("\"batch_norm\" not implemented for '{}'", x.dtype().scalar_type_name())));
+    }
     if x.ndim() < 2 {
         let n = x.ndim().max(1) as i64;
         return Err(Error::Index(format!("Dimension out of range (expected to be in range of [{}, {}], but got 1)", -n, n - 1)));
