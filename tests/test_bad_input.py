@@ -179,7 +179,7 @@ KNOWN = {("*", "AttributeError", "TypeError")} \
        for c in ("ok", "RuntimeError", "NotImplementedError")} \
     | {(n, "TypeError", c) for n in ("permute", "reshape") for c in ("RuntimeError", "IndexError", "OverflowError", "ok")} \
     | {(n, a, "TypeError") for n in ("addcdiv", "addcmul", "addcdiv_", "addcmul_") for a in ("RuntimeError", "ok")} \
-    | {("batch_norm", "ok", "RuntimeError"), ("unbind", "TypeError", "ok"), ("narrow", "RuntimeError", "TypeError"),
+    | {("unbind", "TypeError", "ok"), ("narrow", "RuntimeError", "TypeError"),
        ("min", "TypeError", "RuntimeError"), ("max", "TypeError", "RuntimeError"), ("min", "TypeError", "ok"),
        ("max", "TypeError", "ok"), ("zeros", "TypeError", "RuntimeError"),
        ("ones", "TypeError", "RuntimeError"), ("empty", "TypeError", "RuntimeError"), ("chunk", "TypeError", "ok"),
@@ -225,6 +225,8 @@ def tolerated(name, torch_class, mg_class, values, torch_message=""):
         return mg_class in ("RuntimeError", "ok")  # a leading bool read as an int size
     if torch_message and "without overflow" in torch_message:
         return True
+    if name == "batch_norm" and torch_message and "SmallVector unable to grow" in torch_message:
+        return True  # torch reads dim 1 of a 0-d input out of bounds (undefined behaviour): docs/divergences.md
     return False
 
 

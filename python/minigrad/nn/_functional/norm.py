@@ -20,7 +20,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             values_per_channel *= d
         if values_per_channel == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
-    if isinstance(input, _C.TensorBase) and input.numel() == 0:
+    tensors = (input, running_mean, running_var, weight, bias)
+    parsed = isinstance(input, _C.TensorBase) and all(t is None or isinstance(t, _C.TensorBase) for t in tensors[1:]) \
+        and all(isinstance(v, (int, float)) for v in (momentum, eps))
+    if parsed and input.numel() == 0:
         # torch returns an empty input's clone before any check (any dtype), scaled and shifted by
         # the first weight and bias so the graph still reaches them.
         out = input.clone()
