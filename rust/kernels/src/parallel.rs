@@ -31,7 +31,11 @@ pub fn elementwise_split(cost: usize) -> (usize, usize) {
 /// split, at 2.5e5 about 10.8 alone and 11.0 split; 2^18 is that break-even. Kernels pass
 /// their streams as the cost (out-of-place unary and in-place binary 2, binary 3: add of 1e5
 /// went from 15.8 to 12.6 us split), the transcendentals their `MathOp::cost`.
-pub const PAR_SPLIT_MIN: usize = 1 << 18;
+/// Re-measured 2026-11-27 with the leaner per-call path (quiet machine, `minigrad bench
+/// elementwise --threads 2 --compare torch`, the two builds one after the other): at 2^17
+/// instead of 2^18, 1e5 elements relu 10.3 -> 7.7 us, relu_ 6.6 -> 4.2, add_ 10.9 -> 7.9,
+/// mul_ 10.5 -> 8.0, add_row_ 9.1 -> 7.6 (torch 4.6-6.5); 1e4 and the 1e6 cases unchanged.
+pub const PAR_SPLIT_MIN: usize = 1 << 17;
 
 /// Pieces per thread in [`for_split`]: one each (the caller's spinning wait makes more, smaller
 /// pieces cost more than they balance: relu_ 1e6 split 29.6 us in two pieces, 33.2 in four).
