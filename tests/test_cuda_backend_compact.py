@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import minigrad as mg
+from cuda_host.backend import on_any as cu, same_any as _same_any  # any dtype, bit for bit
 from cuda_host.backend import REAL_GPU, ALL, back, cuda_device, on, same, to_mg  # noqa: F401  (cuda_device: autouse fixture)
 
 NARROW = [torch.float16, torch.bfloat16, torch.uint8, torch.int8, torch.int16]
@@ -30,23 +31,6 @@ def _data(shape, dtype, seed=0, density=0.3):
         zero = torch.where(pick < 10, torch.tensor(-0.0, dtype=dtype), torch.tensor(0.0, dtype=dtype))
         return torch.where(keep, x, zero)
     return torch.where(keep, x, torch.zeros((), dtype=dtype))
-
-
-def cu(t):
-    """Any dtype (the narrow ones too) on cuda, bit for bit, through DLPack."""
-    return mg.from_dlpack(t.contiguous().clone()).to("cuda")
-
-
-def _same_any(mine, ref):
-    """Exact comparison for any dtype (bfloat16 has no NumPy type: compared through float32)."""
-    assert mine.device.type == "cuda"
-    got = torch.from_dlpack(mine.cpu())
-    assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape), (got.dtype, got.shape, ref.dtype, ref.shape)
-    if ref.dtype.is_floating_point:
-        assert torch.equal(got.float().isnan(), ref.float().isnan())
-        assert torch.equal(got.float().nan_to_num(7.0), ref.float().nan_to_num(7.0))
-    else:
-        assert torch.equal(got, ref)
 
 
 # ----- nonzero -----

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import minigrad as mg
+from cuda_host.backend import on_any as cu, same_any as _same_any  # any dtype, bit for bit
 from cuda_host.backend import ALL, on, same, to_mg  # noqa: F401
 from cuda_host.backend import cuda_device  # noqa: F401  (autouse fixture)
 
@@ -30,23 +31,6 @@ def _vals(shape, dtype, seed):
         x = x.to(torch.float64) / 4
         x[x == 0] = -0.0  # signs of zero must survive a plain write
     return x.to(dtype)
-
-
-def cu(t):
-    """Any dtype (the narrow ones too) on cuda, bit for bit, through DLPack."""
-    return mg.from_dlpack(t.contiguous().clone()).to("cuda")
-
-
-def _same_any(mine, ref):
-    assert mine.device.type == "cuda"
-    got = torch.from_dlpack(mine.cpu())
-    assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape), (got.dtype, got.shape, ref.dtype, ref.shape)
-    if ref.dtype.is_floating_point:
-        assert torch.equal(got.float().isnan(), ref.float().isnan())
-        assert torch.equal(got.float().nan_to_num(7.0), ref.float().nan_to_num(7.0))
-        assert torch.equal(got.float().signbit(), ref.float().signbit())
-    else:
-        assert torch.equal(got, ref)
 
 
 # ----- writes: x[mask] = v, index_put_ -----

@@ -69,6 +69,25 @@ def same(mine, ref, exact=True):
         torch.testing.assert_close(got, ref, equal_nan=True, rtol=4e-6 if ref.dtype == torch.float32 else 1e-13, atol=1e-30)
 
 
+
+def on_any(t):
+    """Any dtype (the narrow ones too) as a minigrad cuda tensor, bit for bit, through DLPack."""
+    return mg.from_dlpack(t.contiguous().clone()).to("cuda")
+
+
+def same_any(mine, ref):
+    """Exact comparison for any dtype, signs of zero included (bfloat16 has no NumPy type:
+    compared through float32)."""
+    assert mine.device.type == "cuda"
+    got = torch.from_dlpack(mine.cpu())
+    assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape), (got.dtype, got.shape, ref.dtype, ref.shape)
+    if ref.dtype.is_floating_point:
+        assert torch.equal(got.float().isnan(), ref.float().isnan())
+        assert torch.equal(got.float().nan_to_num(7.0), ref.float().nan_to_num(7.0))
+        assert torch.equal(got.float().signbit(), ref.float().signbit())
+    else:
+        assert torch.equal(got, ref)
+
 EDGE = [0.0, -0.0, 1.5, -2.5, 0.5, -0.5, 3.0, 1e-3, -7.25, 100.0, float("inf"), float("-inf"), float("nan"), 2.0]
 
 

@@ -86,16 +86,6 @@ __device__ void compact_write(const long long* counts, long long n, const Keep& 
   }
 }
 
-template <class T> __device__ __forceinline__ T mask_acc(T a, T b) {
-  if constexpr (traits<T>::is_int) {
-    return wrap_add(a, b);
-  } else if constexpr (same<T, bool>::value) {
-    return a | b;
-  } else {
-    return a + b;
-  }
-}
-
 }  // namespace mg
 
 template <class T>
@@ -186,7 +176,7 @@ __global__ void mg_masked_put(T* dst, MgStrides ds, const T* src, MgStrides ss, 
     if (r < 0) return;
     const T v = src[off[1] + r * rank_stride];
     if constexpr (ACC) {
-      dst[off[0]] = mg::mask_acc(dst[off[0]], v);
+      dst[off[0]] = mg::scatter_acc(dst[off[0]], v);
     } else {
       dst[off[0]] = v;
     }

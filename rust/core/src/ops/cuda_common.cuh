@@ -199,6 +199,18 @@ template <class T> __device__ __forceinline__ T wrap_mul(T a, T b) {
   typedef typename traits<T>::uns U;
   return (T)((U)a * (U)b);
 }
+
+// torch's accumulating writes (scatter_add, index_put_ with accumulate, masked puts): integers
+// wrap, bool add is `or`, floats add.
+template <class T> __device__ __forceinline__ T scatter_acc(T a, T b) {
+  if constexpr (traits<T>::is_int) {
+    return wrap_add(a, b);
+  } else if constexpr (same<T, bool>::value) {
+    return a | b;
+  } else {
+    return a + b;
+  }
+}
 template <class T> __device__ __forceinline__ T wrap_neg(T a) {
   typedef typename traits<T>::uns U;
   return (T)((U)0 - (U)a);

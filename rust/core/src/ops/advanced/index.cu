@@ -23,18 +23,6 @@
 // (a 1-D index_put_) runs on one thread.
 #include "cuda_common.cuh"
 
-namespace mg {
-template <class T> __device__ __forceinline__ T index_acc(T a, T b) {
-  if constexpr (traits<T>::is_int) {
-    return wrap_add(a, b);
-  } else if constexpr (same<T, bool>::value) {
-    return a | b;
-  } else {
-    return a + b;
-  }
-}
-}  // namespace mg
-
 template <class T>
 __global__ void mg_index_gather(T* a, MgStrides as, const T* b, MgStrides bs, MgStrides ps, MgShape shape, long long n,
                                 const long long* pos) {
@@ -54,7 +42,7 @@ __global__ void mg_index_scatter(T* a, MgStrides as, const T* b, MgStrides bs, M
       T* d = a + off[0] + pos[2 * p];
       const T v = b[off[1] + pos[2 * p + 1]];
       if constexpr (ACC) {
-        *d = mg::index_acc(*d, v);
+        *d = mg::scatter_acc(*d, v);
       } else {
         *d = v;
       }

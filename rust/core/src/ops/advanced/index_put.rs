@@ -37,20 +37,7 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
     }
     let info = Info::new(x, indices)?;
     let shape = info.result_shape();
-    if !expandable(values.shape(), &shape) {
-        return Err(Error::Runtime(format!(
-            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-            fmt_shape(values.shape()),
-            fmt_shape(&shape)
-        )));
-    }
-    if values.dtype() != x.dtype() {
-        return Err(Error::Runtime(format!(
-            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-            x.dtype().scalar_type_name(),
-            values.dtype().scalar_type_name()
-        )));
-    }
+    check_values(x, values, &shape)?;
     if info.indices.is_empty() {
         return Err(Error::Runtime(NO_INDEX_ASSERT.into()));
     }
@@ -88,8 +75,28 @@ pub fn index_put_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, ac
     Ok(Tensor { version: VersionCounter::new(), ..out })
 }
 
+/// torch's index_put_ checks on the values: they broadcast to the indexed result's `shape` and
+/// have x's dtype.
+pub(super) fn check_values(x: &Tensor, values: &Tensor, shape: &[usize]) -> Result<()> {
+    if !expandable(values.shape(), shape) {
+        return Err(Error::Runtime(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_shape(values.shape()),
+            fmt_shape(shape)
+        )));
+    }
+    if values.dtype() != x.dtype() {
+        return Err(Error::Runtime(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            x.dtype().scalar_type_name(),
+            values.dtype().scalar_type_name()
+        )));
+    }
+    Ok(())
+}
+
 /// True when `from` broadcasts to `to` (torch's `is_expandable_to`).
-pub(super) fn expandable(from: &[usize], to: &[usize]) -> bool {
+fn expandable(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len() && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
 }
 

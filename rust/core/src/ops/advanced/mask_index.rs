@@ -7,7 +7,7 @@
 //! the general path's (the mask's `nonzero()` columns as torch's `make_info` makes them).
 
 use crate::dtype::DType;
-use crate::error::{fmt_shape, Error, Result};
+use crate::error::Result;
 use crate::kernels::index::{Dim, Walk};
 use crate::layout::Layout;
 use crate::ops::copy::{contiguous_copy, contiguous_raw, empty_with_layout, to_device_raw};
@@ -80,20 +80,7 @@ pub(super) fn put(x: &Tensor, first: usize, mask: &Tensor, values: &Tensor, accu
     let k = mask.ndim();
     let (ranks, n) = ranks(x, first, mask)?;
     let shape = result_shape(x, first, k, n);
-    if !super::index_put::expandable(values.shape(), &shape) {
-        return Err(Error::Runtime(format!(
-            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-            fmt_shape(values.shape()),
-            fmt_shape(&shape)
-        )));
-    }
-    if values.dtype() != x.dtype() {
-        return Err(Error::Runtime(format!(
-            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-            x.dtype().scalar_type_name(),
-            values.dtype().scalar_type_name()
-        )));
-    }
+    super::index_put::check_values(x, values, &shape)?;
     write(x, &[values], |reads| {
         let (v, alias) = &reads[0];
         // Values that are the destination's own elements are read from a copy.

@@ -25,16 +25,7 @@
 
 namespace mg {
 
-// torch's scatter arithmetic: integers wrap, bool add is `or` and multiply `and`.
-template <class T> __device__ __forceinline__ T scatter_add(T a, T b) {
-  if constexpr (traits<T>::is_int) {
-    return wrap_add(a, b);
-  } else if constexpr (same<T, bool>::value) {
-    return a | b;
-  } else {
-    return a + b;
-  }
-}
+// torch's scatter multiply: integers wrap, bool multiply is `and` (adding is cuda_common.cuh's scatter_acc).
 template <class T> __device__ __forceinline__ T scatter_mul(T a, T b) {
   if constexpr (traits<T>::is_int) {
     return wrap_mul(a, b);
@@ -49,7 +40,7 @@ struct ScatterAssign {
   template <class T> static __device__ __forceinline__ T apply(T, T s, T) { return s; }
 };
 struct ScatterAdd {
-  template <class T> static __device__ __forceinline__ T apply(T o, T s, T) { return scatter_add(o, s); }
+  template <class T> static __device__ __forceinline__ T apply(T o, T s, T) { return scatter_acc(o, s); }
 };
 struct ScatterMul {
   template <class T> static __device__ __forceinline__ T apply(T o, T s, T) { return scatter_mul(o, s); }
@@ -57,7 +48,7 @@ struct ScatterMul {
 // index_add's `o + alpha * s`, two roundings as the CPU kernel (NVRTC runs with --fmad=false).
 struct ScatterAddScaled {
   template <class T> static __device__ __forceinline__ T apply(T o, T s, T a) {
-    return scatter_add(o, scatter_mul(s, a));
+    return scatter_acc(o, scatter_mul(s, a));
   }
 };
 
