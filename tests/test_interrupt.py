@@ -24,6 +24,10 @@ import os, signal, threading, time
 import numpy as np
 import minigrad as mg
 
+# A runner started in the background passes SIGINT on ignored (POSIX shells do that for `&`), and
+# Python then keeps it ignored: put back the handler that raises KeyboardInterrupt.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 fired = []
 def fire(after):
     def go():
