@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import minigrad as mg
+from cuda_host.backend import spying_on_copies
 from cuda_host.backend import on_any as cu, same_any as _same_any  # any dtype, bit for bit
 from cuda_host.backend import REAL_GPU, ALL, back, cuda_device, on, same, to_mg  # noqa: F401  (cuda_device: autouse fixture)
 
@@ -124,21 +125,11 @@ def test_only_the_count_comes_back_to_the_host(cuda_device):
         pytest.skip("spies on the emulated driver's copies; a real GPU run has no driver object to spy on")
     x = on(_data((3, 3 * CHUNK + 11), torch.float32, seed=14))
     mask = on(_data((3, 3 * CHUNK + 11), torch.bool, seed=15))
-    copies = []
-    real = cuda_device.copy
-
-    def spy(dst, src, nbytes, kind):
-        copies.append((kind, nbytes))
-        return real(dst, src, nbytes, kind)
-
-    cuda_device.copy = spy
-    try:
+    with spying_on_copies(cuda_device) as copies:
         a = mg.masked_select(x, mask)
         b = x.nonzero()
         c = x[mask]
         d = x[mask[:, 0]]
-    finally:
-        cuda_device.copy = real
     assert a.numel() > 0 and b.numel() > 0 and c.numel() > 0 and d.numel() > 0
     back_to_host = [c for c in copies if c[0] == "d2h"]
     assert back_to_host == [("d2h", 8)] * 4, copies

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import minigrad as mg
+from cuda_host.backend import spying_on_copies
 from cuda_host.backend import on_any as cu, same_any as _same_any  # any dtype, bit for bit
 from cuda_host.backend import ALL, on, same, to_mg  # noqa: F401
 from cuda_host.backend import cuda_device  # noqa: F401  (autouse fixture)
@@ -247,23 +248,13 @@ def test_no_mask_or_offsets_go_through_the_host(cuda_device):
     xt = on(x0).transpose(0, 1)  # not contiguous
     vals = on(_vals((int(_mask((3, 2 * CHUNK + 7), 34).sum()), 2), torch.float32, seed=36))
     leaf = on(x0).requires_grad_()
-    copies = []
-    real = cuda_device.copy
-
-    def spy(dst, src, nbytes, kind):
-        copies.append((kind, nbytes))
-        return real(dst, src, nbytes, kind)
-
-    cuda_device.copy = spy
-    try:
+    with spying_on_copies(cuda_device) as copies:
         x[rows] = vals                                  # 1 count
         x.index_put_((rows,), vals, accumulate=True)    # 1
         a = x[:, inner]                                 # 1
         b = xt[inner]                                   # 1
         mg.masked_select(leaf, rows[..., None]).sum().backward()  # 2: forward and backward
         leaf[:, inner].sum().backward()                 # 2
-    finally:
-        cuda_device.copy = real
     assert a.numel() > 0 and b.numel() > 0
     assert [c for c in copies if c[0] == "d2h"] == [("d2h", 8)] * 8, copies
     assert not [c for c in copies if c[0] == "h2d"], copies

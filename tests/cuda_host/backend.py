@@ -3,6 +3,7 @@ is here, the module fixture that registers the host-emulated `cuda:0` when it is
 it after, so the rest of the suite sees the machine as it is), moving values between torch and
 minigrad's cuda tensors, and the comparison with torch."""
 
+import contextlib
 import pytest
 import torch
 
@@ -87,6 +88,22 @@ def same_any(mine, ref):
         assert torch.equal(got.float().signbit(), ref.float().signbit())
     else:
         assert torch.equal(got, ref)
+
+
+@contextlib.contextmanager
+def spying_on_copies(device):
+    """Records (kind, nbytes) of every copy the emulated driver makes inside the block."""
+    copies, real = [], device.copy
+
+    def spy(dst, src, nbytes, kind):
+        copies.append((kind, nbytes))
+        return real(dst, src, nbytes, kind)
+
+    device.copy = spy
+    try:
+        yield copies
+    finally:
+        device.copy = real
 
 EDGE = [0.0, -0.0, 1.5, -2.5, 0.5, -0.5, 3.0, 1e-3, -7.25, 100.0, float("inf"), float("-inf"), float("nan"), 2.0]
 
