@@ -216,6 +216,32 @@ def test_python_dash_m_runs_the_cli():
     assert proc.returncode == 0 and "elementwise" in proc.stdout
 
 
+def test_the_command_line_bench_runs_with_numpys_blas_threads_idle(tmp_path):
+    # OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when it loads; the command sets it by starting again
+    import os
+    import subprocess
+
+    out = tmp_path / "run.json"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env["PYTHONPATH"] = ":".join(sys.path)
+    proc = subprocess.run([sys.executable, "-m", "minigrad", "bench", "matmul", *TINY, "--compare", "numpy",
+                           "--case", "64x64", "--json", str(out)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(out.read_text())
+    assert run["machine"]["openblas_thread_timeout"] == "4"
+    assert [r["case"] for r in run["results"]] == ["matmul 64x64"]
+
+
+def test_case_option_keeps_only_matching_cases(tmp_path):
+    out = tmp_path / "run.json"
+    assert bench("overhead", *TINY, "--compare", "numpy", "--case", "100 elem", "--case", "nothing such",
+                 "--json", str(out)) == 0
+    run = json.loads(out.read_text())
+    assert run["results"] and all("100 elem" in r["case"] for r in run["results"])
+    assert run["config"]["case"] == ["100 elem", "nothing such"]
+
+
 def test_a_debug_build_is_warned_about(monkeypatch, capsys):
     monkeypatch.setattr(minigrad._C, "_debug_build", True)
     assert bench("overhead", *TINY, "--compare", "numpy") == 0

@@ -54,6 +54,8 @@ def build_parser():
                         f"still spinning after one library's sample does not run into the next (default: {PAUSE_S}; 0: none)")
     p.add_argument("--max-size", type=_positive(int), default=None, metavar="NUMEL",
                    help="leave out cases with more elements than this")
+    p.add_argument("--case", action="append", default=None, metavar="TEXT",
+                   help="run only the cases whose name contains TEXT (repeatable: any of them)")
     p.add_argument("--list", action="store_true", help="list the suites and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -121,6 +123,8 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
     copy_gbps = machine.copy_bandwidth_gbps(nbytes=(16 << 20) if args.quick else (64 << 20))
     ctx = Context(minigrad, peers, quick=args.quick, max_size=args.max_size or float("inf"))
     cases, skipped = collect(ctx, args.suites, say)
+    if args.case:
+        cases = [(suite, case) for suite, case in cases if any(text in case.name for text in args.case)]
     results, errors = [], []
     with bar(len(cases), enabled=not args.no_progress) as advance:
         for suite, case in cases:
@@ -141,7 +145,7 @@ def _measure_and_report(args, say, started, minigrad, threads, peers, thread_rep
         "machine": {**machine.describe(peers, thread_report), "copy_bandwidth_gbps": copy_gbps,
                     "load_average_at_start": load},
         "config": {"suites": args.suites, "quick": args.quick, "threads": threads, "rounds": rounds,
-                   "sample_s": sample_s, "pause_s": pause_s, "case_budget_s": budget_s, "max_size": args.max_size, "compare": args.peers,
+                   "sample_s": sample_s, "pause_s": pause_s, "case_budget_s": budget_s, "max_size": args.max_size, "case": args.case, "compare": args.peers,
                    "libraries": ctx.libs},
         "results": results, "skipped": skipped, "errors": errors,
     }

@@ -117,5 +117,7 @@ def describe(peers, threads):
         "minigrad_debug_build": bool(getattr(minigrad._C, "_debug_build", False)),
         "threads": {k: v for k, v in threads.items() if not k.startswith("_")},
         "peers": {name: p.version for name, p in peers.items()},
+        # NumPy's BLAS threads: the spin after each call (see minigrad/__main__.py); None = OpenBLAS's default
+        "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
     }
     return info
