@@ -12,7 +12,7 @@
 //! filling an expanded one) is written sequentially, in iteration order, never from two threads.
 
 use super::iter::Plan;
-use super::parallel::SendPtr;
+use super::parallel::{for_split, split_threshold, SendPtr};
 use super::simd::{self, Body};
 use super::Arg;
 use crate::element::Element;
@@ -99,6 +99,77 @@ impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipInPlace<'_, T, B, F> {
     }
 }
 
+/// `dst[i] = f(a[i], b[i])` over the linear range `[start, end)` of a plan of rows of `cols`
+/// elements (`Plan::rows`), where `a` or `b` (`a_row`, `b_row`) is one row repeated: element
+/// `i` of a row operand is its element `i % cols`. One `simd::exec` call for the whole range
+/// (the runs path enters it once per row), in segments that end at row ends.
+struct ZipRows<'a, A, B, D, F> {
+    dst: *mut D,
+    a: *const A,
+    b: *const B,
+    a_row: bool,
+    b_row: bool,
+    cols: usize,
+    start: usize,
+    end: usize,
+    f: &'a F,
+}
+impl<A: Copy, B: Copy, D, F: Fn(A, B) -> D> Body for ZipRows<'_, A, B, D, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let mut i = self.start;
+        while i < self.end {
+            let col = i % self.cols;
+            let len = (self.cols - col).min(self.end - i);
+            let (ai, bi) = (if self.a_row { col } else { i }, if self.b_row { col } else { i });
+            // SAFETY: [i, i + len) lies in one row of the plan, whose operands hold it (the
+            // kernel's contract, under which `dst` overlaps neither input); a row operand's
+            // [col, col + len) lies in its row.
+            let (o, x, y) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(self.dst.add(i), len),
+                    std::slice::from_raw_parts(self.a.add(ai), len),
+                    std::slice::from_raw_parts(self.b.add(bi), len),
+                )
+            };
+            for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                *o = (self.f)(x, y);
+            }
+            i += len;
+        }
+    }
+}
+
+/// `dst[i] = f(dst[i], row[i % cols])` over `[start, end)` of a plan of rows (`ZipRows` in place).
+struct ZipRowsInPlace<'a, T, B, F> {
+    dst: *mut T,
+    row: *const B,
+    cols: usize,
+    start: usize,
+    end: usize,
+    f: &'a F,
+}
+impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipRowsInPlace<'_, T, B, F> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let mut i = self.start;
+        while i < self.end {
+            let col = i % self.cols;
+            let len = (self.cols - col).min(self.end - i);
+            // SAFETY: as in `ZipRows`; `row` does not overlap `dst` (the kernel's contract).
+            let (o, y) = unsafe {
+                (std::slice::from_raw_parts_mut(self.dst.add(i), len), std::slice::from_raw_parts(self.row.add(col), len))
+            };
+            for (o, &y) in o.iter_mut().zip(y) {
+                *o = (self.f)(*o, y);
+            }
+            i += len;
+        }
+    }
+}
+
 /// Runs `body` under `simd::exec` when the run is long enough to gain from it.
 #[inline(always)]
 fn wide<B: Body<Output = ()>>(len: usize, body: B) {
@@ -151,6 +222,16 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
     f: impl Fn(A, B) -> D + Sync + Send,
 ) {
     let plan = Plan::new(shape, [dst.strides, a.strides, b.strides], [dst.offset, a.offset, b.offset]);
+    if let Some((cols, [false, a_row, b_row])) = plan.rows() {
+        if !(a_row && b_row) {
+            let (d, pa, pb) = (dst.base.offset(plan.offset(0)), a.base.offset(plan.offset(1)), b.base.offset(plan.offset(2)));
+            let (d, pa, pb) = (SendPtr(d), SendPtr(pa), SendPtr(pb));
+            for_split(plan.numel(), split_threshold(3), |start, end| {
+                simd::exec(ZipRows { dst: d.get(), a: pa.get() as *const A, b: pb.get() as *const B, a_row, b_row, cols, start, end, f: &f })
+            });
+            return;
+        }
+    }
     let (d, pa, pb) = (SendPtr(dst.base), SendPtr(a.base), SendPtr(b.base));
     plan.for_each_run_cost(3, |o, len, st| {
         let d = d.get().offset(o[0]);
@@ -177,6 +258,13 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
 /// `dst[i] = f(dst[i], b[i])`; `b` must not overlap `dst` (pass `b == dst` through `map_inplace`).
 pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, b: Arg<B>, f: impl Fn(T, B) -> T + Sync + Send) {
     let plan = Plan::new(shape, [dst.strides, b.strides], [dst.offset, b.offset]);
+    if let Some((cols, [false, true])) = plan.rows() {
+        let (d, pb) = (SendPtr(dst.base.offset(plan.offset(0))), SendPtr(b.base.offset(plan.offset(1))));
+        for_split(plan.numel(), split_threshold(2), |start, end| {
+            simd::exec(ZipRowsInPlace { dst: d.get(), row: pb.get() as *const B, cols, start, end, f: &f })
+        });
+        return;
+    }
     let (d, pb) = (SendPtr(dst.base), SendPtr(b.base));
     plan.for_each_run_cost(2, |o, len, st| {
         let d = d.get().offset(o[0]);

@@ -126,6 +126,31 @@ impl<const N: usize> Plan<N> {
         let min_par = if self.serial { usize::MAX } else { split_threshold(cost) };
         for_split(self.numel(), min_par, |s, e| self.runs(s, e, &f));
     }
+
+    /// For a plan of rows: two dims, every operand of stride 1 along a row and either
+    /// contiguous (the next row follows) or one row repeated (stride 0 across rows, `x + bias`).
+    /// Returns the row length and which operands repeat; None for any other plan (or one
+    /// that must run serially).
+    pub fn rows(&self) -> Option<(usize, [bool; N])> {
+        if self.shape.len() != 2 || self.serial {
+            return None;
+        }
+        let cols = self.shape[1];
+        let mut repeats = [false; N];
+        for k in 0..N {
+            match (self.strides[k][0], self.strides[k][1]) {
+                (0, 1) => repeats[k] = true,
+                (s, 1) if s == cols as isize => {}
+                _ => return None,
+            }
+        }
+        Some((cols, repeats))
+    }
+
+    /// Operand k's first element (an offset in elements from its base).
+    pub fn offset(&self, k: usize) -> isize {
+        self.offsets[k]
+    }
 }
 
 #[cfg(test)]

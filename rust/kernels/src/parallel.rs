@@ -1,5 +1,8 @@
 //! When to go parallel, and the pointer wrapper that lets kernels hand memory to rayon.
 
+mod hand_off;
+pub use hand_off::HELPER_SPIN;
+
 /// Element count above which the fixed-chunk kernels (reductions, softmax, rows, gathers) split
 /// work over rayon's pool; elementwise ops use [`PAR_SPLIT_MIN`] and [`for_split`]. Where two
 /// threads started to win for a copy-like op with 32k-element tasks. Measured on this 2-core AVX-512 machine: one rayon
@@ -67,6 +70,10 @@ pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Sen
     }
     let per = n.div_ceil(threads * PIECES_PER_THREAD).next_multiple_of(SPLIT_ALIGN);
     let pieces = n.div_ceil(per);
+    // From outside the pools (the Python thread), hand off to helpers that spin between calls.
+    if rayon::current_thread_index().is_none() && hand_off::split(n, per, pieces, threads - 1, &f) {
+        return;
+    }
     let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let work = || loop {
         let p = next.fetch_add(1, Ordering::Relaxed);

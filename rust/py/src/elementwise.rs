@@ -81,6 +81,13 @@ fn work(a: &Arg) -> usize {
 pub fn unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<Py<PyAny>> {
     let op = unary_op(op)?;
     let t = x.borrow().t.clone();
+    // Nothing to record and the core's fast path takes it: skip `run`, as `binary_small` does.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unops::unary_unrecorded(op, &t))) {
+        Ok(Ok(Some(out))) => return wrap(py, out),
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => return Err(to_py(e)),
+        Err(_) => return Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the unary fast path")),
+    }
     let out = run(py, t.numel(), move || unops::unary(op, &t))?;
     wrap(py, out)
 }

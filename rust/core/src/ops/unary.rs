@@ -198,6 +198,8 @@ macro_rules! with_int_fn {
     }};
 }
 
+mod fast;
+
 /// The CPU backend's `unary`: runs `op` elementwise from `src` (already of the compute dtype)
 /// into `dst` (same dtype). `in_place` means `dst` is `src` itself.
 pub(crate) fn cpu_kernel(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool) {
@@ -255,6 +257,9 @@ pub(crate) fn cpu_kernel(op: UnaryOp, dst: &Tensor, src: &Tensor, in_place: bool
 
 /// Out-of-place: a new tensor (torch's output layout: the input's memory order).
 pub fn unary_raw(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    if let Some(out) = fast::fast_unary(op, x)? {
+        return Ok(out);
+    }
     let dtype = op.result_dtype(x.dtype())?;
     let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype)? };
     let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
@@ -414,6 +419,16 @@ pub(crate) fn fused_backward_cpu_kernel(op: MathOp, out: &Tensor, g: &Tensor, s:
 /// 0.5 * (1 + erf(x / sqrt 2)), elementwise (a constant factor of the gelu derivative).
 fn gelu_cdf(x: &Tensor) -> Result<Tensor> {
     map_float_raw(x, false, |v| 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), "gelu")
+}
+
+/// `unary(op, x)` when autograd records nothing and the small-call fast path
+/// (`fast::fast_unary`) takes it; None otherwise, and the caller runs `unary`. (With nothing
+/// to record, `unary`'s precheck has nothing to check: it looks only at inputs that require grad.)
+pub fn unary_unrecorded(op: UnaryOp, x: &Tensor) -> Result<Option<Tensor>> {
+    if crate::autograd::should_record(&[Some(x)]) {
+        return Ok(None);
+    }
+    fast::fast_unary(op, x)
 }
 
 /// Differentiable `op(x)`.

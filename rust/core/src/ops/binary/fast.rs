@@ -22,7 +22,7 @@ const FAST_MAX: usize = 1 << 15;
 
 /// True when `t` is laid out exactly as `Tensor::empty` lays out its shape (row-major strides,
 /// size-1 dims included), so a fresh contiguous result is what torch's TensorIterator gives.
-fn row_major(t: &Tensor) -> bool {
+pub(crate) fn row_major(t: &Tensor) -> bool {
     let mut acc = 1isize;
     for (&d, &s) in t.shape().iter().zip(t.strides()).rev() {
         if s != acc {

@@ -26,6 +26,7 @@ mod where_;
 
 pub use arithmetic::{binary, binary_, binary_inplace_raw, binary_operand_, binary_operands, binary_raw, binary_unrecorded};
 pub use fast::Operand;
+pub(crate) use fast::row_major;
 pub use clamp::{clamp, clamp_scalar, clamp_scalar_raw, clamp_tensor, clamp_tensor_raw};
 pub use compute::IntArith;
 pub use floor_divide::{floor_divide, floor_divide_, NOT_IMPLEMENTED_NODE};
