@@ -81,12 +81,15 @@ fn work(a: &Arg) -> usize {
 pub fn unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str) -> PyResult<Py<PyAny>> {
     let op = unary_op(op)?;
     let t = x.borrow().t.clone();
-    // Nothing to record and the core's fast path takes it: skip `run`, as `binary_small` does.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unops::unary_unrecorded(op, &t))) {
-        Ok(Ok(Some(out))) => return wrap(py, out),
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => return Err(to_py(e)),
-        Err(_) => return Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the unary fast path")),
+    // A small call with nothing to record that the core's fast path takes: skip `run`, as
+    // `binary_small` does (larger calls go through `run`, which releases the GIL).
+    if t.numel() < crate::errors::GIL_RELEASE_ELEMS {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unops::unary_unrecorded(op, &t))) {
+            Ok(Ok(Some(out))) => return wrap(py, out),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => return Err(to_py(e)),
+            Err(_) => return Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the unary fast path")),
+        }
     }
     let out = run(py, t.numel(), move || unops::unary(op, &t))?;
     wrap(py, out)
@@ -174,6 +177,10 @@ fn small_alpha(alpha: Option<&Bound<'_, PyAny>>) -> Option<Option<Scalar>> {
 fn binary_small(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: BinaryOp, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
     let (ta, tb) = (a.cast::<TensorBase>().ok().map(|t| t.borrow()), b.cast::<TensorBase>().ok().map(|t| t.borrow()));
     let (Some(x), Some(y), Some(alpha)) = (small_operand(&ta, a), small_operand(&tb, b), small_alpha(alpha)) else { return Ok(None) };
+    let numel = |o: &binops::Operand<'_>| o.tensor().map_or(1, |t| t.numel());
+    if numel(&x).max(numel(&y)) >= crate::errors::GIL_RELEASE_ELEMS {
+        return Ok(None); // the core's fast path takes it too, through `run`, GIL released
+    }
     // Nothing to record and the core's fast path takes it: no warnings can be queued, so the
     // call skips `run` (a third of this path's cost for a one-element add).
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| binops::binary_unrecorded(op, x, y, alpha))) {
@@ -182,7 +189,6 @@ fn binary_small(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, op: 
         Ok(Err(e)) => return Err(to_py(e)),
         Err(_) => return Err(pyo3::exceptions::PyRuntimeError::new_err("minigrad internal error (please report): a panic in the binary fast path")),
     }
-    let numel = |o: &binops::Operand<'_>| o.tensor().map_or(1, |t| t.numel());
     if !may_borrow(numel(&x).max(numel(&y))) {
         return Ok(None);
     }

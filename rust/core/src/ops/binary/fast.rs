@@ -16,9 +16,12 @@ use crate::tensor::Tensor;
 use super::compute::{py_floor_div, py_fmod};
 use super::BinaryOp;
 
-/// Below this many elements the fast path runs the loop itself (one thread); above it the
-/// general path splits the work across threads.
-const FAST_MAX: usize = 1 << 15;
+/// Below this many elements the fast path runs the loop on the calling thread; from it, the
+/// same loop is split over the threads (`parallel::for_split`, from the general kernels' own
+/// thresholds: `split_threshold(3)` out of place, `(2)` in place), each piece with its own
+/// start column in a row. (The bindings borrow the Python objects' tensors without releasing
+/// the GIL only below `GIL_RELEASE_ELEMS` = this size; larger calls reach here through `run`.)
+pub(crate) const FAST_MAX: usize = 1 << 15;
 
 /// True when `t` is laid out exactly as `Tensor::empty` lays out its shape (row-major strides,
 /// size-1 dims included), so a fresh contiguous result is what torch's TensorIterator gives.
@@ -80,13 +83,28 @@ enum Other<'a, T> {
     Row(&'a [T]),
 }
 
+/// Calls `seg(pos, col, len)` for the segments of `n` elements that start at column `col0` of
+/// rows of `cols` elements: each segment ends at a row end (or at `n`).
+#[inline(always)]
+fn segments(n: usize, cols: usize, col0: usize, mut seg: impl FnMut(usize, usize, usize)) {
+    let (mut pos, mut col) = (0, col0);
+    while pos < n {
+        let len = (cols - col).min(n - pos);
+        seg(pos, col, len);
+        pos += len;
+        col = 0;
+    }
+}
+
 /// `dst = f(full, other)` (or `f(other, full)` when `other_first`) over slices, as a
-/// `simd::exec` body; a row is applied to each `row.len()`-long chunk, a contiguous loop.
+/// `simd::exec` body; a row is applied along rows of `row.len()`, the slices starting at
+/// column `col0` of a row (a piece of a split call starts anywhere).
 struct Flat<'a, T, F> {
     dst: &'a mut [T],
     full: &'a [T],
     other: Other<'a, T>,
     other_first: bool,
+    col0: usize,
     f: &'a F,
 }
 
@@ -94,29 +112,25 @@ impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for Flat<'_, T, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let f = self.f;
+        let (f, dst, full) = (self.f, self.dst, self.full);
         match (self.other, self.other_first) {
-            (Other::Row(r), false) => {
-                for (o, x) in self.dst.chunks_exact_mut(r.len()).zip(self.full.chunks_exact(r.len())) {
-                    for ((o, &x), &y) in o.iter_mut().zip(x).zip(r) {
-                        *o = f(x, y);
-                    }
+            (Other::Row(r), false) => segments(dst.len(), r.len(), self.col0, |p, c, n| {
+                for ((o, &x), &y) in dst[p..p + n].iter_mut().zip(&full[p..p + n]).zip(&r[c..c + n]) {
+                    *o = f(x, y);
                 }
-            }
-            (Other::Row(r), true) => {
-                for (o, x) in self.dst.chunks_exact_mut(r.len()).zip(self.full.chunks_exact(r.len())) {
-                    for ((o, &x), &y) in o.iter_mut().zip(x).zip(r) {
-                        *o = f(y, x);
-                    }
+            }),
+            (Other::Row(r), true) => segments(dst.len(), r.len(), self.col0, |p, c, n| {
+                for ((o, &x), &y) in dst[p..p + n].iter_mut().zip(&full[p..p + n]).zip(&r[c..c + n]) {
+                    *o = f(y, x);
                 }
-            }
+            }),
             (Other::Number(s), false) => {
-                for (o, &x) in self.dst.iter_mut().zip(self.full) {
+                for (o, &x) in dst.iter_mut().zip(full) {
                     *o = f(x, s);
                 }
             }
             (Other::Number(s), true) => {
-                for (o, &x) in self.dst.iter_mut().zip(self.full) {
+                for (o, &x) in dst.iter_mut().zip(full) {
                     *o = f(s, x);
                 }
             }
@@ -124,10 +138,12 @@ impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for Flat<'_, T, F> {
     }
 }
 
-/// `xs = f(xs, other)` in place, or `f(x, x)` when `other` is `xs` itself (`same`).
+/// `xs = f(xs, other)` in place, or `f(x, x)` when `other` is `xs` itself (`same`); a row as
+/// in `Flat`.
 struct FlatInPlace<'a, T, F> {
     xs: &'a mut [T],
     other: Option<Other<'a, T>>,
+    col0: usize,
     f: &'a F,
 }
 
@@ -135,22 +151,20 @@ impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for FlatInPlace<'_, T
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let f = self.f;
+        let (f, xs) = (self.f, self.xs);
         match self.other {
-            Some(Other::Row(r)) => {
-                for x in self.xs.chunks_exact_mut(r.len()) {
-                    for (x, &y) in x.iter_mut().zip(r) {
-                        *x = f(*x, y);
-                    }
+            Some(Other::Row(r)) => segments(xs.len(), r.len(), self.col0, |p, c, n| {
+                for (x, &y) in xs[p..p + n].iter_mut().zip(&r[c..c + n]) {
+                    *x = f(*x, y);
                 }
-            }
+            }),
             Some(Other::Number(s)) => {
-                for x in self.xs.iter_mut() {
+                for x in xs.iter_mut() {
                     *x = f(*x, s);
                 }
             }
             None => {
-                for x in self.xs.iter_mut() {
+                for x in xs.iter_mut() {
                     *x = f(*x, *x);
                 }
             }
@@ -168,8 +182,23 @@ fn exec<B: crate::kernels::simd::Body<Output = ()>>(n: usize, body: B) {
     }
 }
 
+/// Runs `piece(start, end)` over `[0, n)`: at once below `FAST_MAX`, else split over the
+/// threads from the general kernels' threshold for an op of `cost` streams.
+#[inline(always)]
+fn split(n: usize, cost: usize, piece: impl Fn(usize, usize) + Sync + Send) {
+    use crate::kernels::parallel::{for_split, split_threshold};
+    if n < FAST_MAX {
+        piece(0, n)
+    } else {
+        for_split(n, split_threshold(cost), piece)
+    }
+}
+
+/// A pointer a split call's pieces share (each piece makes its own disjoint slices from it).
+type Shared<T> = crate::kernels::parallel::SendPtr<T>;
+
 /// An op, alpha and first operand the fast path can take: + - * / with alpha 1 on a non-empty
-/// row-major float tensor on the CPU below `FAST_MAX` elements.
+/// row-major float tensor on the CPU.
 fn fast_op(op: BinaryOp, alpha: Option<Scalar>, t: &Tensor) -> bool {
     let alpha_one = match alpha {
         None | Some(Scalar::Int(1)) => true,
@@ -181,7 +210,6 @@ fn fast_op(op: BinaryOp, alpha: Option<Scalar>, t: &Tensor) -> bool {
         && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
         && matches!(t.dtype(), DType::Float32 | DType::Float64)
         && n != 0
-        && n < FAST_MAX
         && t.device().is_cpu()
         && row_major(t)
 }
@@ -233,21 +261,34 @@ pub(crate) fn fast_binary(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: O
     let out = Tensor::empty(full.shape(), full.dtype())?;
     macro_rules! go {
         ($T:ty, $f:ident) => {{
-            // SAFETY: `out` is fresh (no other handle sees it) and row-major with n elements;
-            // `full` and a tensor `other` are row-major inside their storages (checked above),
-            // so each slice covers exactly their elements and none overlaps `out`; a row's
-            // length divides n (its dims are `full`'s trailing dims).
-            let (dst, x, other) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(out.data_ptr::<$T>(), n),
-                    std::slice::from_raw_parts(full.data_ptr::<$T>() as *const $T, n),
-                    match other {
-                        Operand::Tensor(y) => Other::Row(std::slice::from_raw_parts(y.data_ptr::<$T>() as *const $T, y.numel())),
-                        Operand::Number(s) => Other::Number(<$T>::from_scalar(s)),
-                    },
-                )
+            let (d, x) = (Shared(out.data_ptr::<$T>()), Shared(full.data_ptr::<$T>()));
+            // SAFETY: a tensor `other` is row-major inside its storage (checked above), so
+            // the slice covers exactly its elements; its length divides n (its dims are
+            // `full`'s trailing dims) and it does not overlap the fresh `out`.
+            let other = unsafe {
+                match other {
+                    Operand::Tensor(y) => Other::Row(std::slice::from_raw_parts(y.data_ptr::<$T>() as *const $T, y.numel())),
+                    Operand::Number(s) => Other::Number(<$T>::from_scalar(s)),
+                }
             };
-            exec(n, Flat { dst, full: x, other, other_first, f: &$f })
+            let f = &$f;
+            split(n, 3, |s, e| {
+                // SAFETY: `out` is fresh (no other handle sees it) and row-major with n
+                // elements, `full` row-major inside its storage (checked above): [s, e) of
+                // each is theirs, disjoint from every other piece's, and `out` overlaps
+                // neither input.
+                let (dst, xs) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(d.get().add(s), e - s),
+                        std::slice::from_raw_parts(x.get().add(s) as *const $T, e - s),
+                    )
+                };
+                let col0 = match other {
+                    Other::Row(r) => s % r.len(),
+                    Other::Number(_) => 0,
+                };
+                exec(e - s, Flat { dst, full: xs, other, other_first, col0, f })
+            })
         }};
     }
     match full.dtype() {
@@ -274,21 +315,28 @@ pub(crate) fn fast_binary_(op: BinaryOp, a: &Tensor, b: Operand<'_>, alpha: Opti
     crate::ops::write::write_direct(a, b.tensor(), |same| {
         macro_rules! go {
             ($T:ty, $f:ident) => {{
-                // SAFETY: `a` is row-major with n elements inside its storage (`fast_op`); a
-                // tensor `b` is a row-major row whose length divides n and which either shares
-                // no memory with `a` or is exactly `a` (`same`, read through `xs` itself):
-                // `write_direct` refuses every other overlap.
-                let (xs, other) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(a.data_ptr::<$T>(), n),
-                        match b {
-                            Operand::Tensor(_) if same => None,
-                            Operand::Tensor(y) => Some(Other::Row(std::slice::from_raw_parts(y.data_ptr::<$T>() as *const $T, y.numel()))),
-                            Operand::Number(s) => Some(Other::Number(<$T>::from_scalar(s))),
-                        },
-                    )
+                let xp = Shared(a.data_ptr::<$T>());
+                // SAFETY: a tensor `b` is a row-major row whose length divides n and which
+                // either shares no memory with `a` or is exactly `a` (`same`, read through
+                // `xs` itself): `write_direct` refuses every other overlap.
+                let other = unsafe {
+                    match b {
+                        Operand::Tensor(_) if same => None,
+                        Operand::Tensor(y) => Some(Other::Row(std::slice::from_raw_parts(y.data_ptr::<$T>() as *const $T, y.numel()))),
+                        Operand::Number(s) => Some(Other::Number(<$T>::from_scalar(s))),
+                    }
                 };
-                exec(n, FlatInPlace { xs, other, f: &$f })
+                let f = &$f;
+                split(n, 2, |s, e| {
+                    // SAFETY: `a` is row-major with n elements inside its storage (`fast_op`);
+                    // [s, e) is this piece's alone.
+                    let xs = unsafe { std::slice::from_raw_parts_mut(xp.get().add(s), e - s) };
+                    let col0 = match other {
+                        Some(Other::Row(r)) => s % r.len(),
+                        _ => 0,
+                    };
+                    exec(e - s, FlatInPlace { xs, other, col0, f })
+                })
             }};
         }
         match a.dtype() {
