@@ -61,6 +61,9 @@ const SPLIT_ALIGN: usize = 64;
 /// descheduled thread costs at most its piece, not the call. This replaced 32k-element rayon
 /// tasks that the caller only waited on (relu_ 1e6 on two threads: 45.9 -> 29.6 us, torch 31.6).
 /// Reductions keep `for_chunks` (fixed chunks, fixed combination order).
+/// From outside rayon's pools (the Python thread) the pieces go to helpers that spin between
+/// calls instead (`hand_off`): back-to-back calls then cost no wake-up (fork-join 3-7 us ->
+/// 0.1-0.3 us, `benches/fork_join.rs`).
 pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Send) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = rayon::current_num_threads();

@@ -195,7 +195,7 @@ fn split(n: usize, cost: usize, piece: impl Fn(usize, usize) + Sync + Send) {
 }
 
 /// A pointer a split call's pieces share (each piece makes its own disjoint slices from it).
-type Shared<T> = crate::kernels::parallel::SendPtr<T>;
+use crate::kernels::parallel::SendPtr as Shared;
 
 /// An op, alpha and first operand the fast path can take: + - * / with alpha 1 on a non-empty
 /// row-major float tensor on the CPU.
