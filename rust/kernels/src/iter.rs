@@ -213,6 +213,24 @@ mod tests {
     }
 
     #[test]
+    fn rows_are_found_only_where_each_operand_is_contiguous_or_one_row() {
+        // out [4, 5] contiguous, a contiguous at an offset, b one row repeated
+        let p = Plan::new(&[4, 5], [&[5, 1], &[5, 1], &[0, 1]], [0, 7, 3]);
+        assert_eq!(p.rows(), Some((5, [false, false, true])));
+        assert_eq!((p.offset(1), p.offset(2)), (7, 3));
+        // a 3-d row broadcast merges into rows of 3 * 17
+        let p = Plan::new(&[2, 3, 17], [&[51, 17, 1], &[0, 17, 1]], [0, 0]);
+        assert_eq!(p.rows(), Some((51, [false, true])));
+        // contiguous everywhere is one run, not rows; a column broadcast and a transpose are not rows
+        assert_eq!(Plan::new(&[4, 5], [&[5, 1], &[5, 1]], [0, 0]).rows(), None);
+        assert_eq!(Plan::new(&[4, 5], [&[5, 1], &[1, 0]], [0, 0]).rows(), None);
+        assert_eq!(Plan::new(&[4, 5], [&[5, 1], &[1, 4]], [0, 0]).rows(), None);
+        // a destination that must run serially
+        let p: Plan<2> = Plan::new(&[2, 2], [&[9, 12], &[0, 1]], [0, 0]);
+        assert_eq!(p.rows(), None);
+    }
+
+    #[test]
     fn zero_dim_and_empty() {
         let p: Plan<1> = Plan::new(&[], [&[]], [7]);
         assert_eq!(collect(&p), vec![([7], 1, [1])]);
