@@ -60,10 +60,11 @@ fn main() {
     println!("fork-join alone (empty pieces)        {empty:8.2}");
     for n in [100_000usize, 250_000, 1_000_000] {
         let mut xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        PIECES.iter().for_each(|c| c.store(0, Relaxed));
         let split = time(rounds, loops.min(2000 * 100_000 / n), || relu_(&mut xs, 0));
-        let alone = time(rounds, loops.min(2000 * 100_000 / n), || relu_(&mut xs, usize::MAX));
         let (all, off) = (PIECES[0].swap(0, Relaxed), PIECES[1].swap(0, Relaxed));
+        let alone = time(rounds, loops.min(2000 * 100_000 / n), || relu_(&mut xs, usize::MAX));
         let share = 100.0 * off as f64 / all.max(1) as f64;
-        println!("relu_ {n:>9}: split {split:8.2}  one thread {alone:8.2}  ({share:.0}% of pieces off the caller)");
+        println!("relu_ {n:>9}: split {split:8.2}  one thread {alone:8.2}  (split: {share:.0}% of pieces run by a helper)");
     }
 }
