@@ -1,8 +1,8 @@
 """The small-call fast path of + - * / (rust/core/src/ops/binary/fast.rs), out of place and in
 place, against torch: bit-identical values (the general path's closures), row broadcasts in both
 operand orders, Python numbers, aliasing operands, version counters, autograd and the errors the
-fast path must leave to the general path. Sizes stay below its 32768-element limit, with one
-case above it for comparison."""
+fast path must leave to the general path. Sizes stay below 32768 elements (the calling thread),
+with one case above (split over the threads: the same path since issue 13)."""
 
 import numpy as np
 import pytest
@@ -25,7 +25,7 @@ SHAPES = [
     ((4, 9), (1,)),
     ((4, 9), ()),
     ((), (4, 9)),
-    ((40, 1000), (1000,)),  # above the fast path's limit: the general path
+    ((40, 1000), (1000,)),  # above 32768 elements: split over the threads
 ]
 
 
@@ -201,3 +201,27 @@ def test_non_row_major_and_mixed_dtypes_take_the_general_path():
     y.t().add_(mg.ones(6))
     u.t().add_(torch.ones(6))
     same_bits(y, u)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("n", [32768, 100_003, 1_000_000])
+def test_split_sizes_numbers_and_aliasing(op, n):
+    # above 32768 elements the fast path splits over the threads: pieces start mid-row
+    a, b = pair((n,), (n,), np.float32)
+    x, y, t, u = mg.tensor(a), mg.tensor(b), torch.tensor(a), torch.tensor(b)
+    same_bits(getattr(x, op)(y), getattr(t, op)(u))
+    same_bits(getattr(x, op)(x), getattr(t, op)(t))
+    same_bits(getattr(x, op)(2.5), getattr(t, op)(2.5))
+    sym = {"add": "__radd__", "sub": "__rsub__", "mul": "__rmul__", "div": "__rtruediv__"}[op]
+    same_bits(getattr(x, sym)(3), getattr(t, sym)(3))
+    rows, cols = n // 37, 37
+    m, v = x[: rows * cols].reshape(rows, cols), t[: rows * cols].reshape(rows, cols)
+    same_bits(getattr(m, op)(y[:cols]), getattr(v, op)(u[:cols]))
+    same_bits(getattr(y[:cols], op)(m), getattr(u[:cols], op)(v))
+    getattr(x, op + "_")(x)  # aliasing: `same`, read through the written slice
+    getattr(t, op + "_")(t)
+    same_bits(x, t)
+    getattr(m, op + "_")(y[:cols])
+    getattr(v, op + "_")(u[:cols])
+    same_bits(x, t)
+    assert x._version == t._version == 2

@@ -1,8 +1,8 @@
-"""The small-call fast path of out-of-place unary ops (rust/core/src/ops/unary/fast.rs) against
+"""The fast path of out-of-place unary ops (rust/core/src/ops/unary/fast.rs) against
 torch and against minigrad's general path (the same data in a layout the fast path refuses):
 bit-identical values including NaN, infinities and signed zeros, fresh row-major results,
 views with offsets, size-1 dims, autograd through it, and the calls it must leave alone.
-Sizes stay below its 32768-element limit, with one case above it."""
+Sizes on the calling thread (below 32768 elements), above it, and split over the threads."""
 
 import numpy as np
 import pytest
@@ -22,7 +22,8 @@ OPS = {
 # about one value in six; within an ulp of torch (NaN signs may differ)
 APPROX = {"sin", "cos", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal"}
 DTYPES = [(np.float32, torch.float32), (np.float64, torch.float64)]
-SHAPES = [(), (1,), (7,), (63,), (64,), (5, 33), (1, 100), (2, 1, 3, 17), (100, 327), (40, 1000)]
+# (40, 1000) is above the small-call size, (300, 1001) above the split (pieces start mid-row)
+SHAPES = [(), (1,), (7,), (63,), (64,), (5, 33), (1, 100), (2, 1, 3, 17), (100, 327), (40, 1000), (300, 1001)]
 
 
 def data(shape, npdt, domain, seed=0):

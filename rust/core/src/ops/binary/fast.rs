@@ -1,4 +1,5 @@
-//! The small-call fast path of `+ - * /`, out of place and in place.
+//! The fast path of `+ - * /`, out of place and in place (small calls on the calling thread,
+//! large ones split over the threads through `parallel::for_split`).
 //!
 //! The fixed cost of `x + y` or `x.add_(y)` on small tensors is mostly layout work (broadcast
 //! shapes, the iterator layout, broadcast strides, the kernel's run plan) and the tensor
