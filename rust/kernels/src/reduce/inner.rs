@@ -117,14 +117,17 @@ mod tests {
         let n = out_numel(l);
         let (mut sum, mut max, mut idx) = (vec![0f32; n], vec![0f32; n], vec![0i64; n]);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let src = Arg { base: x.as_ptr() as *mut f32, strides: l.1, offset: l.2 };
+        let rs = SumProd::<f32, f32, false>::new(sum.as_mut_ptr(), None);
+        let rm = Extreme::<f32, true> { out: SendPtr(max.as_mut_ptr()) };
+        let ri = ArgExtreme::<f32, true> { values: None, indices: SendPtr(idx.as_mut_ptr()) };
         pool.install(|| {
+            let src = Arg { base: x.as_ptr() as *mut f32, strides: l.1, offset: l.2 };
             // SAFETY: the tests' layouts stay inside `x`; each output buffer holds out_numel
             // elements and does not overlap `x`.
             unsafe {
-                reduce(SumProd::<f32, f32, false>::new(sum.as_mut_ptr(), None), l.0, src, l.3);
-                reduce(Extreme::<f32, true> { out: SendPtr(max.as_mut_ptr()) }, l.0, src, l.3);
-                reduce(ArgExtreme::<f32, true> { values: None, indices: SendPtr(idx.as_mut_ptr()) }, l.0, src, l.3);
+                reduce(rs, l.0, src, l.3);
+                reduce(rm, l.0, src, l.3);
+                reduce(ri, l.0, src, l.3);
             }
         });
         sum.iter().zip(&max).zip(&idx).map(|((s, m), &i)| (s.to_bits(), m.to_bits(), i)).collect()
