@@ -46,7 +46,22 @@ pub(super) unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
         acc
     };
     let rows = g.red.len() == 1 && g.red[0].1 == 1 && chunks == 1;
+    // Rows that follow each other in memory (a contiguous tensor reduced along its last dim):
+    // output o's run starts at offset + o * n, with no walk over the kept dims.
+    let packed = rows && g.keep.iter().all(|k| k.stride == (k.ostride * n) as isize);
     let outputs = |o0: usize, o1: usize| {
+        if packed {
+            // The same folds as below (so the same bits), without the Walker: its out-of-line
+            // step cost about 5 ns a row, an eighth of a 1000-element row sum (`reduce_timing`).
+            let p = base.get().offset(g.offset) as *const R::In;
+            for o in o0..o1 {
+                // SAFETY: as below; row o starts o * n elements after the offset.
+                let xs = std::slice::from_raw_parts(p.add(o * n), n);
+                let acc = if n >= WIDE_RUN { r.fold_wide(r.init(o), xs, 0) } else { r.fold_slice(r.init(o), xs, 0) };
+                r.write(o, acc);
+            }
+            return;
+        }
         if rows {
             // One contiguous run per output: the calls `fold_range` makes for it (one fold from
             // `init`, so the same bits), without its per-output bookkeeping.
