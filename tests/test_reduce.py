@@ -435,6 +435,29 @@ def test_module_functions():
         same(lambda: getattr(mg, name)(m, *args), lambda: getattr(torch, name)(t, *args))
 
 
+def test_softmax_module_function_call_forms():
+    """minigrad.softmax / log_softmax take a direct path for (tensor, int dim); every other form
+    goes through the generic forwarder: the same values and the same errors as torch either way."""
+    m, t = make_pair(np.arange(12, dtype=np.float32).reshape(3, 4) % 5)
+    p = mg.nn.Parameter(m.clone())
+    forms = [
+        lambda lib, x: lib.softmax(x, 1), lambda lib, x: lib.softmax(x, dim=-1), lambda lib, x: lib.log_softmax(x, 0),
+        lambda lib, x: lib.log_softmax(x, dim=1), lambda lib, x: lib.softmax(input=x, dim=0),
+        lambda lib, x: lib.softmax(x, 1, lib.float64), lambda lib, x: lib.log_softmax(x, dim=1, dtype=lib.float64),
+        lambda lib, x: lib.softmax(x.t(), 1), lambda lib, x: lib.softmax(x, np.int64(1)),
+    ]
+    for f in forms:
+        same(lambda: f(mg, m), lambda: f(torch, t))
+    # a Tensor subclass (Parameter) takes the generic path, with autograd
+    assert_same(mg.softmax(p, 1), torch.softmax(torch.nn.Parameter(t.clone()), 1), **tol(t))
+    errors = [
+        lambda lib, x: lib.softmax(x), lambda lib, x: lib.softmax(x, 2), lambda lib, x: lib.log_softmax(x, dim=-3),
+        lambda lib, x: lib.softmax(3, 1), lambda lib, x: lib.softmax(x, dim=1, foo=2),
+    ]
+    for f in errors:
+        assert_same_error(lambda: f(mg, m), lambda: f(torch, t))
+
+
 # ----- larger inputs: the parallel and chunked paths -----
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "expanded"])

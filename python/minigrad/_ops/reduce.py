@@ -15,6 +15,8 @@ import sys
 import warnings
 
 from .. import _C
+from .._tensor import Tensor
+from .registry import _forward as _generic_forward
 from .registry import add_function, method
 
 # "Not passed", told apart from an explicit None (torch's overloads care: sum(dim=None,
@@ -381,7 +383,7 @@ def count_nonzero(self, dim=None, *more_dims):
     return _C.reduce(self, "count_nonzero", _dims(dim))
 
 
-@method(function=True)
+@method()
 @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
 def softmax(self, dim=_MISSING, dtype=None):
     """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
@@ -390,13 +392,43 @@ def softmax(self, dim=_MISSING, dtype=None):
     return _softmax(self, "softmax", dim, dtype, False)
 
 
-@method(function=True)
+@method()
 @_overloads("(int dim, minigrad.dtype dtype = None)", positional=(1, 2))
 def log_softmax(self, dim=_MISSING, dtype=None):
     """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
     if type(dim) is int and dtype is None:  # the common call, without the checks' ~0.3 us
         return _C.softmax(self, dim, None, True)
     return _softmax(self, "log_softmax", dim, dtype, True)
+
+
+def _direct_function(name, log):
+    """`minigrad.softmax` / `minigrad.log_softmax`: the common call (a Tensor and an int dim,
+    positionally or as `dim=`) goes straight to `_C`, as the method does for it; any other call
+    takes the generic forwarder (`minigrad.<name>(input, ...)` is `input.<name>(...)`), with its
+    checks and torch's errors. The forwarder, the overload wrapper and the method cost ~0.9 us a
+    call, which at 1e3 elements is a third of the op (softmax 1e3: 2.1 us against torch's 1.8)."""
+    generic = _generic_forward(name)
+
+    def function(*args, **kwargs):
+        if not kwargs:
+            if len(args) != 2:
+                return generic(*args, **kwargs)
+            input, dim = args
+        elif len(args) == 1 and len(kwargs) == 1 and "dim" in kwargs:
+            input, dim = args[0], kwargs["dim"]
+        else:
+            return generic(*args, **kwargs)
+        if type(dim) is int and type(input) is Tensor:
+            return _C.softmax(input, dim, None, log)
+        return generic(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = generic.__doc__
+    return function
+
+
+add_function("softmax", _direct_function("softmax", False))
+add_function("log_softmax", _direct_function("log_softmax", True))
 
 
 def _amax_amin(self, name, dim, keepdim):

@@ -7,11 +7,10 @@
 //! slices are contiguous rows; otherwise a block of `inner` positions is processed together,
 //! reading memory row by row.
 
-use super::parallel::{SendPtr, GRAIN, PAR_MIN_ELEMS};
+use super::parallel::{for_tasks, SendPtr, GRAIN, PAR_MIN_ELEMS};
 use super::reducers::extreme;
 use super::simd::{self, fold, math::{ExpDiff, ExpShift}};
 use crate::element::{Element, FloatElement};
-use rayon::prelude::*;
 
 /// The row and column kernels per dtype: float32's exponentials are the vectorised ones of
 /// `simd`, float64's libm's. Both sum in f64, in a fixed lane order.
@@ -224,8 +223,7 @@ pub unsafe fn softmax<T: SoftmaxElement>(src: *const T, dst: *mut T, outer: usiz
                 T::row(s.get().add(o * n) as *const T, d.get().add(o * n), n, log);
             }
         };
-        let tasks = outer.div_ceil(per);
-        if parallel { (0..tasks).into_par_iter().for_each(task) } else { (0..tasks).for_each(task) }
+        for_tasks(outer.div_ceil(per), parallel, task);
         return;
     }
     let blocks = inner.div_ceil(COLS);
@@ -236,8 +234,7 @@ pub unsafe fn softmax<T: SoftmaxElement>(src: *const T, dst: *mut T, outer: usiz
         // (o, column block) parts of dst.
         T::columns(s.get() as *const T, d.get(), n, inner, o * n * inner, j0, (j0 + COLS).min(inner), log);
     };
-    let tasks = outer * blocks;
-    if parallel { (0..tasks).into_par_iter().for_each(task) } else { (0..tasks).for_each(task) }
+    for_tasks(outer * blocks, parallel, task);
 }
 
 #[cfg(test)]
@@ -272,6 +269,32 @@ mod tests {
         let want = naive(&x[..3]);
         for d in 0..3 {
             assert!((r[d] - want[d].ln()).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn same_bits_on_any_pool() {
+        // Rows ([500, 100], inner 1) and column blocks ([4, 50, 300]), both past the parallel
+        // threshold, float32 and float64, softmax and log_softmax.
+        let x32 = crate::test_data::pseudo_random(60_000, 77, -8.0, 16.0);
+        let x64: Vec<f64> = x32.iter().map(|&v| v as f64 * 1.5).collect();
+        for (outer, n, inner) in [(500, 100, 1), (4, 50, 300)] {
+            for log in [false, true] {
+                let run = |threads: usize| {
+                    let (mut y32, mut y64) = (vec![0f32; 60_000], vec![0f64; 60_000]);
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    // SAFETY: outer * n * inner = 50_000 or 60_000 elements, inside each buffer.
+                    pool.install(|| unsafe {
+                        softmax(x32.as_ptr(), y32.as_mut_ptr(), outer, n, inner, log);
+                        softmax(x64.as_ptr(), y64.as_mut_ptr(), outer, n, inner, log);
+                    });
+                    (y32.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), y64.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+                };
+                let one = run(1);
+                for threads in [2, 3, 4] {
+                    assert!(run(threads) == one, "threads {threads} ({outer}, {n}, {inner}) log {log}");
+                }
+            }
         }
     }
 
