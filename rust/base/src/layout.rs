@@ -4,16 +4,18 @@
 use crate::error::{fmt_shape, Error, Result};
 use crate::shape::{checked_numel, contiguous_strides, infer_view_size, numel, storage_nbytes_strided, wrap_dim, wrap_dim_insert, wrap_dims};
 
+pub use crate::shape::{Dims, Strides};
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    pub shape: Vec<usize>,
-    pub strides: Vec<isize>,
+    pub shape: Dims,
+    pub strides: Strides,
     pub offset: usize,
 }
 
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Layout {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+        Layout { shape: Dims::from_slice(shape), strides: contiguous_strides(shape), offset: 0 }
     }
 
     pub fn ndim(&self) -> usize {
@@ -85,12 +87,12 @@ impl Layout {
             return Some(vec![1; new_shape.len()]);
         }
         let n = numel(old_shape);
-        if n == 0 && old_shape == new_shape {
-            return Some(old_strides.clone());
+        if n == 0 && **old_shape == *new_shape {
+            return Some(old_strides.to_vec());
         }
         let mut new_strides = vec![0isize; new_shape.len()];
         if n == 0 {
-            return Some(contiguous_strides(new_shape));
+            return Some(contiguous_strides(new_shape).to_vec());
         }
         let mut view_d = new_shape.len() as isize - 1;
         let mut chunk_base_stride = *old_strides.last().unwrap();
@@ -126,7 +128,7 @@ impl Layout {
     pub fn view(&self, shape: &[i64]) -> Result<Layout> {
         let new_shape = infer_view_size(shape, self.numel())?;
         match self.view_strides(&new_shape) {
-            Some(strides) => Ok(Layout { shape: new_shape, strides, offset: self.offset }),
+            Some(strides) => Ok(Layout { shape: new_shape.into(), strides: strides.into(), offset: self.offset }),
             None => Err(Error::Runtime(
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into(),
             )),
@@ -154,7 +156,7 @@ impl Layout {
             shape.push(self.shape[w]);
             strides.push(self.strides[w]);
         }
-        Ok(Layout { shape, strides, offset: self.offset })
+        Ok(Layout { shape: shape.into(), strides: strides.into(), offset: self.offset })
     }
 
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Layout> {
@@ -197,7 +199,7 @@ impl Layout {
             None => (0..n).collect(),
             Some(ds) => wrap_dims(ds, n)?,
         };
-        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        let mut out = Layout { shape: Default::default(), strides: Default::default(), offset: self.offset };
         for i in 0..n {
             if self.shape[i] == 1 && targets.contains(&i) {
                 continue;
@@ -266,7 +268,7 @@ impl Layout {
             strides[i] = stride;
         }
         checked_numel(&shape)?;
-        Ok(Layout { shape, strides, offset: self.offset })
+        Ok(Layout { shape: shape.into(), strides: strides.into(), offset: self.offset })
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Layout> {
@@ -349,7 +351,7 @@ impl Layout {
         let (s1, s2) = (self.shape[d1] as i64, self.shape[d2] as i64);
         // saturating: an offset past either size leaves an empty diagonal, whatever its magnitude
         let len = if offset >= 0 { s1.min(s2.saturating_sub(offset)).max(0) } else { s1.saturating_add(offset).min(s2).max(0) };
-        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        let mut out = Layout { shape: Default::default(), strides: Default::default(), offset: self.offset };
         if len > 0 {
             // |offset| < the dim's size here, so the step fits inside the storage
             let start = if offset >= 0 { offset * self.strides[d2] as i64 } else { -offset * self.strides[d1] as i64 };
@@ -446,13 +448,13 @@ mod tests {
     fn view_of_transposed_fails_like_torch() {
         let t = Layout::contiguous(&[2, 3]).transpose(0, 1).unwrap();
         assert!(t.view(&[6]).is_err());
-        assert_eq!(t.view(&[3, 2]).unwrap().strides, vec![1, 3]);
+        assert_eq!(t.view(&[3, 2]).unwrap().strides.to_vec(), vec![1, 3]);
         let l = Layout::contiguous(&[4, 6]);
-        assert_eq!(l.view(&[2, 2, 6]).unwrap().strides, vec![12, 6, 1]);
+        assert_eq!(l.view(&[2, 2, 6]).unwrap().strides.to_vec(), vec![12, 6, 1]);
         let sliced = l.slice(1, 0, 6, 2).unwrap(); // [4,3] strides [6,2]
-        assert_eq!(sliced.view(&[2, 2, 3]).unwrap().strides, vec![12, 6, 2]);
+        assert_eq!(sliced.view(&[2, 2, 3]).unwrap().strides.to_vec(), vec![12, 6, 2]);
         // [4,3] with strides [6,2] is one run of stride 2: viewable as [12] (torch agrees).
-        assert_eq!(sliced.view(&[12]).unwrap().strides, vec![2]);
+        assert_eq!(sliced.view(&[12]).unwrap().strides.to_vec(), vec![2]);
         let holes = Layout::contiguous(&[4, 6]).slice(1, 0, 3, 1).unwrap(); // [4,3] strides [6,1]
         assert!(holes.view(&[12]).is_err());
     }
@@ -461,12 +463,12 @@ mod tests {
     fn expand_and_overlap() {
         let l = Layout::contiguous(&[3, 1]);
         let e = l.expand(&[2, 3, 4]).unwrap();
-        assert_eq!(e.shape, vec![2, 3, 4]);
-        assert_eq!(e.strides, vec![0, 1, 0]);
+        assert_eq!(e.shape.to_vec(), vec![2, 3, 4]);
+        assert_eq!(e.strides.to_vec(), vec![0, 1, 0]);
         assert!(e.has_internal_overlap());
         assert!(!l.has_internal_overlap());
         // overlapping as_strided: "too hard" for torch's check, but kernels must know
-        let o = Layout { shape: vec![2, 2], strides: vec![1, 1], offset: 0 };
+        let o = Layout { shape: smallvec::smallvec![2, 2], strides: smallvec::smallvec![1, 1], offset: 0 };
         assert!(!o.has_internal_overlap() && o.may_self_overlap());
         assert!(!Layout::contiguous(&[3, 4]).transpose(0, 1).unwrap().may_self_overlap());
         assert!(l.expand(&[3, 2, 2]).is_err());
@@ -476,9 +478,9 @@ mod tests {
     fn diagonal_and_select() {
         let l = Layout::contiguous(&[3, 4]);
         let d = l.diagonal(1, 0, 1).unwrap();
-        assert_eq!((d.shape.clone(), d.strides.clone(), d.offset), (vec![3], vec![5], 1));
+        assert_eq!((d.shape.to_vec(), d.strides.to_vec(), d.offset), (vec![3], vec![5], 1));
         let s = l.select(1, -1).unwrap();
-        assert_eq!((s.shape.clone(), s.strides.clone(), s.offset), (vec![3], vec![4], 3));
+        assert_eq!((s.shape.to_vec(), s.strides.to_vec(), s.offset), (vec![3], vec![4], 3));
         assert!(l.select(0, 3).is_err());
     }
 
@@ -486,8 +488,8 @@ mod tests {
     fn slicing_with_steps() {
         let l = Layout::contiguous(&[10]);
         let s = l.slice(0, 1, 100, 3).unwrap();
-        assert_eq!((s.shape.clone(), s.strides.clone(), s.offset), (vec![3], vec![3], 1));
+        assert_eq!((s.shape.to_vec(), s.strides.to_vec(), s.offset), (vec![3], vec![3], 1));
         let e = l.slice(0, 8, 2, 1).unwrap();
-        assert_eq!(e.shape, vec![0]);
+        assert_eq!(e.shape.to_vec(), vec![0]);
     }
 }

@@ -73,10 +73,16 @@ pub fn storage_nbytes_strided(sizes: &[i64], strides: &[i64], offset: i64, items
     Ok(bytes as usize)
 }
 
+/// A shape, inline up to 5 dims: cloning a tensor handle or its layout allocates nothing (a
+/// heap `Vec` each for shape and strides made every op's handles cost two allocations).
+pub type Dims = smallvec::SmallVec<[usize; 5]>;
+/// Strides in elements, inline like `Dims`.
+pub type Strides = smallvec::SmallVec<[isize; 5]>;
+
 /// Row-major strides (in elements) for a shape; size-1 dims get the stride torch gives them.
 /// For shapes already in the core (see `checked_contiguous_strides` for new ones).
-pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+pub fn contiguous_strides(shape: &[usize]) -> Strides {
+    let mut strides: Strides = smallvec::smallvec![0isize; shape.len()];
     let mut acc: isize = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
@@ -87,8 +93,8 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
 
 /// Row-major strides for a new shape, with torch's error when they overflow (an empty tensor
 /// such as `zeros(0, 2**40, 2**40)` needs no memory but its strides still must fit).
-pub fn checked_contiguous_strides(shape: &[usize]) -> Result<Vec<isize>> {
-    let mut strides = vec![0isize; shape.len()];
+pub fn checked_contiguous_strides(shape: &[usize]) -> Result<Strides> {
+    let mut strides: Strides = smallvec::smallvec![0isize; shape.len()];
     let mut acc: i64 = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc as isize;
@@ -268,7 +274,7 @@ mod tests {
         assert!(storage_nbytes_contiguous(&[1 << 61], 4).is_err(), "2**63 bytes is past int64");
         assert_eq!(storage_nbytes_contiguous(&[1 << 60], 4).unwrap(), 1 << 62);
         assert_eq!(checked_contiguous_strides(&[0, big, big]).unwrap_err().to_string(), "Stride calculation overflowed");
-        assert_eq!(checked_contiguous_strides(&[big, big, 0]).unwrap(), vec![big as isize, 1, 1]);
+        assert_eq!(checked_contiguous_strides(&[big, big, 0]).unwrap().to_vec(), vec![big as isize, 1, 1]);
         assert_eq!(storage_nbytes_strided(&[3, 2], &[2, 1], 1, 4).unwrap(), (1 + 1 + 4 + 1) * 4);
         assert_eq!(storage_nbytes_strided(&[0, 1 << 62], &[1 << 62, 1 << 62], 0, 4).unwrap(), 0);
         assert_eq!(
@@ -279,8 +285,8 @@ mod tests {
 
     #[test]
     fn strides() {
-        assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
-        assert_eq!(contiguous_strides(&[]), Vec::<isize>::new());
-        assert_eq!(contiguous_strides(&[2, 0, 3]), vec![3, 3, 1]);
+        assert_eq!(contiguous_strides(&[2, 3, 4]).to_vec(), vec![12, 4, 1]);
+        assert_eq!(contiguous_strides(&[]).to_vec(), Vec::<isize>::new());
+        assert_eq!(contiguous_strides(&[2, 0, 3]).to_vec(), vec![3, 3, 1]);
     }
 }

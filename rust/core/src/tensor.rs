@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Dims, Layout};
 use crate::storage::Storage;
 use crate::version::VersionCounter;
 use std::sync::Arc;
@@ -64,7 +64,7 @@ impl Tensor {
     fn allocate(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
         let nbytes = crate::shape::storage_nbytes_contiguous(shape, dtype.size())?;
         let strides = crate::shape::checked_contiguous_strides(shape)?;
-        let layout = Layout { shape: shape.to_vec(), strides, offset: 0 };
+        let layout = Layout { shape: Dims::from_slice(shape), strides, offset: 0 };
         let storage = crate::device::backend(device)?.allocate(nbytes, dtype, zeroed)?;
         Ok(Tensor { storage, layout, version: VersionCounter::new(), meta: AutogradMeta::new_ref(), stale_size0: false })
     }

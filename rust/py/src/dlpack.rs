@@ -233,7 +233,7 @@ pub fn from_dlpack_capsule(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResu
     }
     let shape: Vec<usize> = shape.iter().map(|&s| s as usize).collect();
     let strides: Vec<isize> = if dl.strides.is_null() || ndim == 0 {
-        Layout::contiguous(&shape).strides
+        Layout::contiguous(&shape).strides.to_vec()
     } else {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(dl.strides, ndim) }.iter().map(|&s| s as isize).collect()
@@ -250,9 +250,9 @@ pub fn from_dlpack_capsule(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResu
             "minigrad.from_dlpack: the array has a negative stride, which tensors do not support; copy it first (array.copy())",
         ));
     }
-    let len = Layout { shape: shape.clone(), strides: strides.clone(), offset: 0 }.extent().map_or(0, |(_, hi)| hi as usize);
+    let len = Layout { shape: shape[..].into(), strides: strides[..].into(), offset: 0 }.extent().map_or(0, |(_, hi)| hi as usize);
     let base = first as *mut u8;
-    let layout = Layout { shape, strides, offset: 0 };
+    let layout = Layout { shape: shape.into(), strides: strides.into(), offset: 0 };
     // SAFETY: renaming marks the capsule consumed, so its destructor leaves the deleter to us.
     if unsafe { ffi::PyCapsule_SetName(capsule.as_ptr(), USED.as_ptr()) } != 0 {
         return Err(PyErr::fetch(py));

@@ -88,7 +88,7 @@ pub fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>
     if !a.is_aligned() {
         return Err(pyo3::exceptions::PyValueError::new_err("given numpy array is not aligned; copy it first"));
     }
-    let layout = Layout { shape, strides, offset: 0 };
+    let layout = Layout { shape: shape.into(), strides: strides.into(), offset: 0 };
     let len_elems = layout.extent().map_or(0, |(_, hi)| hi as usize);
     // SAFETY: reading the data pointer field of a live PyArrayObject.
     let ptr = unsafe { (*a.as_array_ptr()).fields.data as *mut u8 };

@@ -19,7 +19,7 @@ pub fn grad_accumulator(t: &Tensor) -> Arc<Node> {
         return n;
     }
     // Built without holding the lock (anomaly mode may call into Python while building).
-    let inputs = vec![InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() }];
+    let inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(t.shape()), dtype: t.dtype() }];
     let node = Node::new_accumulate(inputs, Box::new(AccumulateGrad { variable: t.clone() }));
     let mut m = t.meta.lock();
     match m.grad_accumulator.upgrade() {

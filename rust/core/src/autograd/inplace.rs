@@ -143,7 +143,7 @@ fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
     let off = base.layout.offset as isize;
     let (lo, hi) = base.layout.extent().unwrap_or((off, off + 1));
     let buf = crate::ops::for_autograd::zeros_raw(&[(hi - lo).max(1) as usize], base.dtype(), base.device())?;
-    let layout = Layout { shape: base.shape().to_vec(), strides: base.strides().to_vec(), offset: (off - lo) as usize };
+    let layout = Layout { shape: base.shape().into(), strides: base.strides().into(), offset: (off - lo) as usize };
     Ok(Tensor { layout, ..buf })
 }
 
@@ -159,7 +159,7 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
         crate::device::backend_for(&[&region, ctx.grad()])?.add_into(&region, ctx.grad())?;
         Ok(vec![Some(crate::ops::for_autograd::contiguous_raw(&buf)?)])
     });
-    let inputs = vec![InputMeta { shape: base.shape().to_vec(), dtype: base.dtype() }];
+    let inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(base.shape()), dtype: base.dtype() }];
     let body = FnBackward { saved: Vec::new(), values: Vec::new(), formula };
     Ok(Node::new("AsStridedBackward0", vec![edge], inputs, 1, Box::new(body)))
 }
@@ -176,7 +176,7 @@ impl CopySlices {
     fn node(base: &Tensor, view: &Tensor, func: Arc<Node>) -> Result<Arc<Node>> {
         let mut next = vec![base.gradient_edge()?];
         next.extend(func.next.iter().skip(1).cloned());
-        let mut inputs = vec![InputMeta { shape: base.shape().to_vec(), dtype: base.dtype() }];
+        let mut inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(base.shape()), dtype: base.dtype() }];
         inputs.extend(func.inputs.iter().skip(1).cloned());
         let body = CopySlices { base: base.fresh_handle(), view: view.layout.clone(), func: Some(func) };
         Ok(Node::new("torch::autograd::CopySlices", next, inputs, 1, Box::new(body)))

@@ -47,7 +47,7 @@ pub type NodePreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option
 /// Shape and dtype of one forward input: backward outputs are checked against it.
 #[derive(Clone, Debug)]
 pub struct InputMeta {
-    pub shape: Vec<usize>,
+    pub shape: minigrad_base::layout::Dims,
     pub dtype: DType,
 }
 

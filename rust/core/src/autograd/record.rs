@@ -26,8 +26,8 @@ pub struct Recorder {
 
 fn input_meta(t: Option<&Tensor>) -> InputMeta {
     match t {
-        Some(t) => InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() },
-        None => InputMeta { shape: Vec::new(), dtype: crate::DType::Float32 },
+        Some(t) => InputMeta { shape: minigrad_base::layout::Dims::from_slice(t.shape()), dtype: t.dtype() },
+        None => InputMeta { shape: Default::default(), dtype: crate::DType::Float32 },
     }
 }
 

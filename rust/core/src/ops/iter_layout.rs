@@ -25,15 +25,15 @@ pub fn iter_layout(shape: &[usize], operands: &[Operand]) -> IterLayout {
     let n = shape.len();
     if operands.iter().all(|o| o.shape == shape) {
         let layouts: Vec<Layout> =
-            operands.iter().map(|o| Layout { shape: o.shape.clone(), strides: o.strides.clone(), offset: 0 }).collect();
+            operands.iter().map(|o| Layout { shape: o.shape[..].into(), strides: o.strides[..].into(), offset: 0 }).collect();
         if layouts.iter().all(Layout::is_contiguous) {
-            return IterLayout { perm: (0..n).rev().collect(), strides: contiguous_strides(shape) };
+            return IterLayout { perm: (0..n).rev().collect(), strides: contiguous_strides(shape).to_vec() };
         }
         if layouts.iter().all(is_non_overlapping_and_dense) && operands.windows(2).all(|w| w[0].strides == w[1].strides) {
-            let strides = operands.last().map_or_else(|| contiguous_strides(shape), |o| o.strides.clone());
+            let strides = operands.last().map_or_else(|| contiguous_strides(shape), |o| o.strides[..].into());
             let mut perm: Vec<usize> = (0..n).rev().collect();
             perm.sort_by_key(|&d| strides[d]);
-            return IterLayout { perm, strides };
+            return IterLayout { perm, strides: strides.to_vec() };
         }
     }
     let broadcast: Vec<Vec<isize>> = operands.iter().map(|o| broadcast(shape, o)).collect();
@@ -57,7 +57,7 @@ fn broadcast(shape: &[usize], o: &Operand) -> Vec<isize> {
 fn dense_in_order(shape: &[usize], perm: &[usize]) -> Vec<isize> {
     let n = shape.len();
     if perm.iter().enumerate().all(|(i, &d)| d == n - 1 - i) {
-        return contiguous_strides(shape);
+        return contiguous_strides(shape).to_vec();
     }
     let mut strides = vec![0isize; n];
     let mut next: isize = 1;
@@ -118,11 +118,12 @@ pub(crate) fn is_channels_last_contiguous(l: &Layout) -> bool {
 /// Each operand's strides are over `shape`, 0 where it is broadcast. An operand decides a pair of
 /// dims only when both strides are nonzero and differ (or are equal and the first dim is larger);
 /// otherwise the next operand is asked, and undecided pairs keep their logical order.
-fn stride_order(shape: &[usize], operands: &[Vec<isize>]) -> Vec<usize> {
+fn stride_order<S: AsRef<[isize]>>(shape: &[usize], operands: &[S]) -> Vec<usize> {
     let n = shape.len();
     let mut perm: Vec<usize> = (0..n).rev().collect();
     let should_swap = |d0: usize, d1: usize| -> i32 {
         for s in operands {
+            let s = s.as_ref();
             let (s0, s1) = (s[d0], s[d1]);
             if s0 == 0 || s1 == 0 {
                 continue;
@@ -170,7 +171,7 @@ pub fn preserve_format(l: &Layout) -> Layout {
             }
         }
     }
-    Layout { shape: l.shape.clone(), strides, offset: 0 }
+    Layout { shape: l.shape.clone(), strides: strides.into(), offset: 0 }
 }
 
 /// The layout torch's TensorIterator gives the result of an elementwise op whose (already cast)
@@ -178,17 +179,17 @@ pub fn preserve_format(l: &Layout) -> Layout {
 /// Same-shape inputs that are all contiguous, all channels-last, or all dense with one set of
 /// strides give that layout; otherwise the dims are ordered as the inputs' strides suggest.
 pub fn iterator_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
-    if inputs.iter().all(|l| l.shape == shape) {
+    if inputs.iter().all(|l| l.shape.as_slice() == shape) {
         if inputs.iter().all(|l| l.is_contiguous()) {
             return Layout::contiguous(shape);
         }
         if inputs.iter().all(|l| is_channels_last_contiguous(l)) {
             let (c, h, w) = (shape[1] as isize, shape[2] as isize, shape[3] as isize);
-            return Layout { shape: shape.to_vec(), strides: vec![c * h * w, 1, c * w, c], offset: 0 };
+            return Layout { shape: shape.into(), strides: smallvec::smallvec![c * h * w, 1, c * w, c], offset: 0 };
         }
         if let Some(last) = inputs.last() {
             if inputs.iter().all(|l| is_non_overlapping_and_dense(l) && l.strides == last.strides) {
-                return Layout { shape: shape.to_vec(), strides: last.strides.clone(), offset: 0 };
+                return Layout { shape: shape.into(), strides: last.strides.clone(), offset: 0 };
             }
         }
     }
@@ -218,7 +219,7 @@ pub fn iterator_layout(shape: &[usize], inputs: &[&Layout]) -> Layout {
         strides[d] = acc;
         acc *= shape[d] as isize;
     }
-    Layout { shape: shape.to_vec(), strides, offset: 0 }
+    Layout { shape: shape.into(), strides: strides.into(), offset: 0 }
 }
 
 #[cfg(test)]
@@ -233,30 +234,30 @@ mod tests {
     fn transposed_source_keeps_its_order() {
         // torch: x.transpose(0, 2)[[0, 1]] for x of (2, 3, 4) has strides (6, 1, 3).
         let l = iter_layout(&[2, 3, 2], &[op(&[2, 3, 2], &[0, 4, 12]), op(&[2, 1, 1], &[1, 1, 1])]);
-        assert_eq!(l.strides, vec![6, 1, 3]);
+        assert_eq!(l.strides.to_vec(), vec![6, 1, 3]);
     }
 
     #[test]
     fn empty_operands_of_one_shape_are_contiguous() {
         let l = iter_layout(&[0, 1], &[op(&[0, 1], &[0, 1]), op(&[0, 1], &[1, 1])]);
-        assert_eq!(l.strides, vec![1, 1]);
+        assert_eq!(l.strides.to_vec(), vec![1, 1]);
     }
 
     #[test]
     fn preserve_format_like_torch() {
         // torch: zeros(1, 2).t() keeps strides (1, 2); zeros(4, 6).t()[::2] clones to (1, 3).
-        let l = Layout { shape: vec![2, 1], strides: vec![1, 2], offset: 0 };
-        assert_eq!(preserve_format(&l).strides, vec![1, 2]);
-        let l = Layout { shape: vec![3, 4], strides: vec![2, 6], offset: 0 };
-        assert_eq!(preserve_format(&l).strides, vec![1, 3]);
-        let l = Layout { shape: vec![3, 4], strides: vec![0, 1], offset: 0 };
-        assert_eq!(preserve_format(&l).strides, vec![4, 1]);
+        let l = Layout { shape: smallvec::smallvec![2, 1], strides: smallvec::smallvec![1, 2], offset: 0 };
+        assert_eq!(preserve_format(&l).strides.to_vec(), vec![1, 2]);
+        let l = Layout { shape: smallvec::smallvec![3, 4], strides: smallvec::smallvec![2, 6], offset: 0 };
+        assert_eq!(preserve_format(&l).strides.to_vec(), vec![1, 3]);
+        let l = Layout { shape: smallvec::smallvec![3, 4], strides: smallvec::smallvec![0, 1], offset: 0 };
+        assert_eq!(preserve_format(&l).strides.to_vec(), vec![4, 1]);
     }
 
     #[test]
     fn dense_test() {
-        assert!(is_non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![1, 3], offset: 0 }));
-        assert!(!is_non_overlapping_and_dense(&Layout { shape: vec![3, 4], strides: vec![8, 1], offset: 0 }));
-        assert!(is_non_overlapping_and_dense(&Layout { shape: vec![0, 4], strides: vec![9, 9], offset: 0 }));
+        assert!(is_non_overlapping_and_dense(&Layout { shape: smallvec::smallvec![3, 4], strides: smallvec::smallvec![1, 3], offset: 0 }));
+        assert!(!is_non_overlapping_and_dense(&Layout { shape: smallvec::smallvec![3, 4], strides: smallvec::smallvec![8, 1], offset: 0 }));
+        assert!(is_non_overlapping_and_dense(&Layout { shape: smallvec::smallvec![0, 4], strides: smallvec::smallvec![9, 9], offset: 0 }));
     }
 }

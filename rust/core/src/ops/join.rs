@@ -117,7 +117,7 @@ pub fn cat_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
     let device = device()?;
     let out = if output_is_channels_last(ts) {
         let strides = channels_last_strides(&shape);
-        empty_with_layout(&Layout { shape, strides, offset: 0 }, dtype, device)?
+        empty_with_layout(&Layout { shape: shape.into(), strides: strides.into(), offset: 0 }, dtype, device)?
     } else {
         Tensor::empty_on(&shape, dtype, device)?
     };
@@ -154,8 +154,8 @@ pub fn stack_raw(ts: &[Tensor], dim: i64) -> Result<Tensor> {
         let out = cat_raw(ts, d as i64)?;
         let mut shape = first.shape().to_vec();
         shape.insert(d, ts.len());
-        let strides = out.layout.view_strides(&shape).unwrap_or_else(|| crate::shape::contiguous_strides(&shape));
-        return Ok(Tensor { layout: Layout { shape, strides, offset: out.layout.offset }, ..out });
+        let strides = out.layout.view_strides(&shape).unwrap_or_else(|| crate::shape::contiguous_strides(&shape).to_vec());
+        return Ok(Tensor { layout: Layout { shape: shape.into(), strides: strides.into(), offset: out.layout.offset }, ..out });
     }
     let parts: Vec<Tensor> = ts.iter().map(|t| views::unsqueeze_raw(t, d as i64)).collect::<Result<_>>()?;
     cat_raw(&parts, d as i64)

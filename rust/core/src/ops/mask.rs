@@ -31,7 +31,7 @@ pub(crate) fn nonzero_cpu_kernel(c: &Tensor) -> crate::error::Result<Tensor> {
         (n, t)
     });
     // Contiguous (k, n) memory seen as its transpose.
-    let layout = Layout { shape: vec![n, k], strides: vec![1, n as isize], offset: 0 };
+    let layout = Layout { shape: smallvec::smallvec![n, k], strides: smallvec::smallvec![1, n as isize], offset: 0 };
     Ok(Tensor { layout, ..t })
 }
 

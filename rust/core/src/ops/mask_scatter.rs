@@ -41,7 +41,7 @@ pub fn masked_scatter_inplace_raw(x: &Tensor, mask: &Tensor, source: &Tensor) ->
     let m = checked_mask(x, mask, source)?;
     // The ranks want at least one dim: a 0-d x and its mask are seen as `[1]`.
     let (dst, m) = if x.ndim() == 0 {
-        let one = |t: &Tensor| Tensor { layout: Layout { shape: vec![1], strides: vec![1], offset: t.layout.offset }, ..t.clone() };
+        let one = |t: &Tensor| Tensor { layout: Layout { shape: smallvec::smallvec![1], strides: smallvec::smallvec![1], offset: t.layout.offset }, ..t.clone() };
         (one(x), one(&m))
     } else {
         (x.clone(), m)
@@ -57,7 +57,7 @@ pub fn masked_scatter_inplace_raw(x: &Tensor, mask: &Tensor, source: &Tensor) ->
         if n == 0 {
             return Ok(());
         }
-        let flat = s.view_as_layout(Layout { shape: vec![n], strides: vec![1], offset: s.layout.offset });
+        let flat = s.view_as_layout(Layout { shape: smallvec::smallvec![n], strides: smallvec::smallvec![1], offset: s.layout.offset });
         crate::device::backend_for(&[&dst, &flat])?.masked_put(&dst, 0, &ranks, &flat, false)
     })
 }

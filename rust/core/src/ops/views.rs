@@ -15,7 +15,7 @@ pub fn view_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 pub fn reshape_raw(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let new_shape = infer_view_size(shape, t.numel())?;
     match t.layout.view_strides(&new_shape) {
-        Some(strides) => Ok(t.view_as_layout(Layout { shape: new_shape, strides, offset: t.layout.offset })),
+        Some(strides) => Ok(t.view_as_layout(Layout { shape: new_shape.into(), strides: strides.into(), offset: t.layout.offset })),
         None => {
             let c = contiguous_copy(t, t.dtype())?;
             Ok(Tensor { layout: Layout::contiguous(&new_shape), ..c })

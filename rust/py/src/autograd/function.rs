@@ -121,8 +121,8 @@ pub(super) fn _record_function(
             _ => Ok(Edge::none()),
         }).collect::<minigrad_core::Result<_>>().map_err(to_py)?;
         let metas: Vec<InputMeta> = ins.iter().map(|t| match t {
-            Some(t) => InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() },
-            None => InputMeta { shape: Vec::new(), dtype: minigrad_core::DType::Float32 },
+            Some(t) => InputMeta { shape: minigrad_core::layout::Dims::from_slice(t.shape()), dtype: t.dtype() },
+            None => InputMeta { shape: Default::default(), dtype: minigrad_core::DType::Float32 },
         }).collect();
         let mut saved = Vec::new();
         // packed by saved-tensor hooks in to_save order once the outputs carry the node

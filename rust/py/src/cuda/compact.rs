@@ -34,7 +34,7 @@ impl Cuda {
         let mut p = Params::new();
         p.ptr(addr(&counts)).i64(nchunks as i64);
         self.launch_on("mg_compact_scan", 1, COMPACT_THREADS, 1, &mut p)?;
-        let last = Tensor { layout: Layout { shape: vec![1], strides: vec![1], offset: nchunks }, ..counts.clone() };
+        let last = Tensor { layout: Layout { shape: smallvec::smallvec![1], strides: smallvec::smallvec![1], offset: nchunks }, ..counts.clone() };
         let total = to_device_raw(&last, Device::Cpu)?.to_vec::<i64>()?[0];
         let total = usize::try_from(total).map_err(|_| Error::Runtime(format!("minigrad: compaction counted {total} elements")))?;
         Ok((counts, total))
@@ -53,7 +53,7 @@ impl Cuda {
             self.launch_on(&format!("mg_nonzero_write<{}>", ty(src.dtype())), nchunks.min(1 << 16) as u32, COMPACT_THREADS, nchunks, &mut p)?;
         }
         // (k, total) memory seen as its transpose, as the CPU kernel lays it out
-        Ok(Tensor { layout: Layout { shape: vec![total, k], strides: vec![1, total as isize], offset: 0 }, ..out })
+        Ok(Tensor { layout: Layout { shape: smallvec::smallvec![total, k], strides: smallvec::smallvec![1, total as isize], offset: 0 }, ..out })
     }
 
     /// `masked_select` on the device (`Backend::masked_select`'s contract).

@@ -35,7 +35,7 @@ fn addr(t: &Tensor) -> u64 {
 
 /// A view of `t`'s memory with `shape` and `strides`, `extra` elements past `t`'s first.
 fn view(t: &Tensor, shape: &[usize], strides: &[isize], extra: usize) -> Tensor {
-    t.view_as_layout(Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset: t.layout.offset + extra })
+    t.view_as_layout(Layout { shape: shape.into(), strides: strides.into(), offset: t.layout.offset + extra })
 }
 
 fn dense(t: &Tensor, shape: &[usize], extra: usize) -> Tensor {

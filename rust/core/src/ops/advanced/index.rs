@@ -31,7 +31,7 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let mut operands = vec![info.restrided(&shape)];
     operands.extend(info.index_operands(&shape));
     let it = iter_layout(&shape, &operands);
-    let out = empty_with_layout(&Layout { strides: it.strides, shape: shape.clone(), offset: 0 }, x.dtype(), x.device())?;
+    let out = empty_with_layout(&Layout { strides: it.strides.into(), shape: shape[..].into(), offset: 0 }, x.dtype(), x.device())?;
     if out.numel() == 0 {
         return Ok(out);
     }
@@ -78,7 +78,7 @@ fn leading_mask(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Option<Tensor>
     let mut shape = vec![flat.numel() / inner];
     shape.extend_from_slice(&trailing);
     let strides = crate::shape::contiguous_strides(&shape);
-    Ok(Some(Tensor { layout: Layout { shape, strides, offset: 0 }, ..flat }))
+    Ok(Some(Tensor { layout: Layout { shape: shape.into(), strides: strides.into(), offset: 0 }, ..flat }))
 }
 
 /// Differentiable `x[indices]` (IndexBackward0: saves the indices; the gradient is

@@ -101,7 +101,7 @@ impl Info {
         self.indices
             .iter()
             .map(|t| {
-                let strides = t.layout.view_strides(&view_shape).unwrap_or_else(|| contiguous_strides(&view_shape));
+                let strides = t.layout.view_strides(&view_shape).unwrap_or_else(|| contiguous_strides(&view_shape).to_vec());
                 Operand { shape: view_shape.clone(), strides }
             })
             .collect()

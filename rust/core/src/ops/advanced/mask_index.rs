@@ -63,10 +63,10 @@ pub(super) fn take(x: &Tensor, first: usize, mask: &Tensor) -> Result<Tensor> {
     let mut view_shape = vec![1usize; first];
     view_shape.push(n);
     view_shape.resize(shape.len(), 1);
-    let column = Operand { shape: view_shape.clone(), strides: contiguous_strides(&view_shape) };
+    let column = Operand { shape: view_shape.clone(), strides: contiguous_strides(&view_shape).to_vec() };
     operands.extend(std::iter::repeat_n(column, k));
     let it = iter_layout(&shape, &operands);
-    let out = empty_with_layout(&Layout { strides: it.strides, shape, offset: 0 }, x.dtype(), x.device())?;
+    let out = empty_with_layout(&Layout { strides: it.strides.into(), shape: shape.into(), offset: 0 }, x.dtype(), x.device())?;
     if out.numel() > 0 {
         crate::device::backend_for(&[&out, x])?.masked_take(&out, x, first, &ranks)?;
     }
@@ -90,7 +90,7 @@ pub(super) fn put(x: &Tensor, first: usize, mask: &Tensor, values: &Tensor, accu
         if n == 0 || x.numel() == 0 {
             return Ok(());
         }
-        let layout = Layout { strides: broadcast_strides(&v, &shape), shape: shape.clone(), offset: v.layout.offset };
+        let layout = Layout { strides: broadcast_strides(&v, &shape).into(), shape: shape[..].into(), offset: v.layout.offset };
         let v = v.view_as_layout(layout);
         crate::device::backend_for(&[x, &v])?.masked_put(x, first, &ranks, &v, accumulate)
     })

@@ -109,7 +109,7 @@ pub enum ScatterOp {
 /// `t`'s memory seen with another shape and strides (same offset): a kernel operand, not a
 /// user-visible view (it shares `t`'s autograd metadata).
 fn relaid(t: &Tensor, shape: Vec<usize>, strides: Vec<isize>) -> Tensor {
-    Tensor { layout: Layout { shape, strides, offset: t.layout.offset }, ..t.clone() }
+    Tensor { layout: Layout { shape: shape.into(), strides: strides.into(), offset: t.layout.offset }, ..t.clone() }
 }
 
 /// A 0-d operand as torch's gather kernels see it: 1-D of size 1.

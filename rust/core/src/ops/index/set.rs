@@ -171,7 +171,7 @@ pub fn set_item(x: &Tensor, key: &Key, value: &Tensor) -> Result<()> {
             }
             // NumPy compatibility: leading 1s of the value are dropped before broadcasting.
             let stripped = strip_leading_ones(&value.layout);
-            let value = if stripped.shape == value.shape() {
+            let value = if stripped.shape.as_slice() == value.shape() {
                 value.clone()
             } else {
                 views::view(value, &stripped.shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?

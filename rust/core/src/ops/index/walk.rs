@@ -195,7 +195,7 @@ fn size_past_end(l: &Layout, dim: usize) -> i64 {
 /// The value's layout without its leading size-1 dims (torch's `slicePrefix1sSize`).
 pub(super) fn strip_leading_ones(l: &Layout) -> Layout {
     let k = l.shape.iter().position(|&s| s != 1).unwrap_or(l.ndim());
-    Layout { shape: l.shape[k..].to_vec(), strides: l.strides[k..].to_vec(), offset: l.offset }
+    Layout { shape: l.shape[k..].into(), strides: l.strides[k..].into(), offset: l.offset }
 }
 
 /// torch runs a key's first view op through autograd (collecting x's gradient edge, which may

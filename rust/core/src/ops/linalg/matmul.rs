@@ -45,8 +45,8 @@ fn mt(t: &Tensor) -> Result<Tensor> {
 /// torch's `_unsafe_view` of a fresh contiguous result: a new shape over the same memory,
 /// still the tensor's own (not a view).
 fn reshaped(t: Tensor, shape: &[usize]) -> Tensor {
-    let strides = t.layout.view_strides(shape).unwrap_or_else(|| crate::shape::contiguous_strides(shape));
-    Tensor { layout: Layout { shape: shape.to_vec(), strides, offset: t.layout.offset }, ..t }
+    let strides = t.layout.view_strides(shape).unwrap_or_else(|| crate::shape::contiguous_strides(shape).to_vec());
+    Tensor { layout: Layout { shape: shape.into(), strides: strides.into(), offset: t.layout.offset }, ..t }
 }
 
 /// `matmul(self, other)` with torch's rank rules.

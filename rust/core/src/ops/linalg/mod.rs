@@ -71,7 +71,7 @@ impl Operand<'_> {
         shape.extend([rows, cols]);
         let mut strides = self.batch_strides.clone();
         strides.extend([self.rs, self.cs]);
-        Some(kernel_view(self.t, Layout { shape, strides, offset: self.t.layout.offset }))
+        Some(kernel_view(self.t, Layout { shape: shape.into(), strides: strides.into(), offset: self.t.layout.offset }))
     }
 }
 

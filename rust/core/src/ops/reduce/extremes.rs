@@ -93,7 +93,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
             }
             // The flat index counts in logical order: reduce a contiguous 1-d view.
             let c = contiguous_raw(x)?;
-            let flat = c.view_as_layout(Layout { shape: vec![c.numel()], strides: vec![1], offset: c.layout.offset });
+            let flat = c.view_as_layout(Layout { shape: smallvec::smallvec![c.numel()], strides: smallvec::smallvec![1], offset: c.layout.offset });
             let shape = if keepdim { vec![1; x.ndim()] } else { vec![] };
             let indices = new_out(x, &shape, DType::Int64)?;
             arg_extreme(&flat, &[true], None, &indices, is_max)?;
