@@ -30,9 +30,8 @@ fn run<T: Element, O: Copy + Default, R: Reducer<In = T>>(threads: usize, x: &[T
     let mut out = vec![O::default(); out_numel(v, mask)];
     let r = make(out.as_mut_ptr());
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-    let src = Arg { base: x.as_ptr() as *mut T, strides: v.strides, offset: v.offset };
     // SAFETY: every view the tests build stays inside `x`; `out` holds out_numel elements.
-    pool.install(|| unsafe { reduce(r, v.shape, src, mask) });
+    pool.install(|| unsafe { reduce(r, v.shape, Arg { base: x.as_ptr() as *mut T, strides: v.strides, offset: v.offset }, mask) });
     out
 }
 
