@@ -187,5 +187,37 @@ fn matmul(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation, small_calls, matmul);
+/// Reductions over outer dims (the engine's outer shape): dim 0 of a (n / 1000, 1000) float32
+/// matrix (whole columns per thread), of a tall (n / 8, 8) one (fixed row chunks), and the
+/// middle axis of a (10, n / 10000, 1000) tensor. Run with RAYON_NUM_THREADS=1 and 2.
+fn outer_reductions(c: &mut Criterion) {
+    use minigrad_core::ops::reduce;
+    let mut g = c.benchmark_group("reduce_outer_f32");
+    for &n in &[1_000_000usize] {
+        let x = views::reshape_raw(&randn(n), &[(n / 1000) as i64, 1000]).unwrap();
+        let tall = views::reshape_raw(&randn(n), &[(n / 8) as i64, 8]).unwrap();
+        let cube = views::reshape_raw(&randn(n), &[10, (n / 10_000) as i64, 1000]).unwrap();
+        g.throughput(Throughput::Bytes((4 * n) as u64));
+        g.bench_with_input(BenchmarkId::new("sum_dim0", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::sum_raw(&x, Some(&[0]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("amax_dim0", n), &n, |b, _| b.iter(|| black_box(reduce::amax_raw(&x, &[0], false, true).unwrap())));
+        g.bench_with_input(BenchmarkId::new("mean_dim0", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::mean_raw(&x, Some(&[0]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("argmax_dim0", n), &n, |b, _| b.iter(|| black_box(reduce::argmax(&x, Some(0), false, true).unwrap())));
+        g.bench_with_input(BenchmarkId::new("norm_dim0", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::vector_norm_raw(&x, 2.0, Some(&[0]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("sum_dim0_tall8", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::sum_raw(&tall, Some(&[0]), false, None).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("sum_dim1_of_3d", n), &n, |b, _| {
+            b.iter(|| black_box(reduce::sum_raw(&cube, Some(&[1]), false, None).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, strided, transcendentals, reductions, conv, allocation, small_calls, matmul, outer_reductions);
 criterion_main!(benches);
