@@ -10,13 +10,13 @@
 use super::F32s;
 use pulp::Simd;
 
-const LOG2_E: f32 = std::f32::consts::LOG2_E;
+pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split in two: `n * LN2_HI` is exact for the |n| <= 150 exp needs (9 significant bits).
-const LN2_HI: f32 = 0.693_359_4;
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
 /// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer, left in the low
 /// mantissa bits (their low 9 bits are those of the integer, two's complement).
-const ROUND_MAGIC: f32 = 12_582_912.0;
+pub(crate) const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// `c[0] x^(k-1) + ... + c[k-1]`, by Horner's rule with fused multiply-adds.
 #[inline(always)]
@@ -30,7 +30,7 @@ pub fn horner<S: Simd>(x: F32s<S>, c: &[f32]) -> F32s<S> {
 
 /// 2^n for integer-valued `n` in [-126, 127], built in the exponent field.
 #[inline(always)]
-fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
+pub(crate) fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
     // bits(n + MAGIC) = bits(MAGIC) + n, and bits(MAGIC) has nine low zero bits, so after
     // adding the bias and shifting by 23 only (n + 127) is left, in the exponent field.
     (n + ROUND_MAGIC).bits().add(127).shl(23).to_f32s()
@@ -172,10 +172,15 @@ pub fn exp_lite_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     let n = z - ROUND_MAGIC;
     let r = n.mul_add(x.k(-LN2_HI), x);
     let r = n.mul_add(x.k(-LN2_LO), r) + x_lo;
-    // e^r = 1 + r + r^2 P(r), P fitted here (relative error 3.8e-9 on |r| <= ln2 / 2).
+    exp_lite_reduced(r).bits().add_bits(z.bits().shl(23)).to_f32s()
+}
+
+/// e^r for |r| <= ln2 / 2 (a little beyond is fine), the polynomial of `exp_lite`:
+/// 1 + r + r^2 P(r), P fitted here (relative error 3.8e-9).
+#[inline(always)]
+pub(crate) fn exp_lite_reduced<S: Simd>(r: F32s<S>) -> F32s<S> {
     let p = horner(r, &[1.381_461_2e-3, 8.368_710_1e-3, 4.166_838_9e-2, 1.666_652_1e-1, 4.999_999_4e-1]);
-    let er = p.mul_add(r * r, r) + 1.0;
-    er.bits().add_bits(z.bits().shl(23)).to_f32s()
+    p.mul_add(r * r, r) + 1.0
 }
 
 /// (sigmoid(x), 1 - sigmoid(x)) from t = e^{-|x|} and r = 1 / (1 + t): sigmoid(x) is r for
