@@ -41,15 +41,18 @@ impl MathOp {
 
     /// Time per element relative to a copy-like op (relu_), measured here on AVX-512 (float32,
     /// in cache: relu_ 0.087 ns, exp 0.35, log 0.43, sigmoid 0.56, silu 0.57, tanh 0.61, gelu
-    /// 0.90, gelu tanh 1.25): costlier ops go parallel at proportionally smaller sizes
-    /// (`parallel::elementwise_split`).
+    /// 0.90, gelu tanh 1.25; gelu re-measured 2026-11-27 after its one-check rework, one
+    /// thread, `simd::timing_probe`: 0.52 ns, so 6; silu as x / (1 + e^-x): 0.25 ns, so 3):
+    /// costlier ops go parallel at
+    /// proportionally smaller sizes (`parallel::elementwise_split`).
     pub fn cost(self) -> usize {
         match self {
             MathOp::Exp => 4,
             MathOp::Log => 5,
             MathOp::Sigmoid => 6,
-            MathOp::Tanh | MathOp::Silu => 7,
-            MathOp::Gelu => 10,
+            MathOp::Silu => 3,
+            MathOp::Tanh => 7,
+            MathOp::Gelu => 6,
             MathOp::GeluTanh => 14,
         }
     }

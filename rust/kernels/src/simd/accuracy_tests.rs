@@ -102,8 +102,8 @@ fn forward_functions_within_documented_ulps() {
         ("tanh", worst1(Tanh, f64::tanh, &samples(-10.0, 10.0, N)), 1.0),
         ("sigmoid", worst1(Sigmoid, sigmoid, &samples(-104.0, 20.0, N)), 1.8),
         // (silu and gelu: down to where the result leaves the normal range)
-        ("silu", worst1(Silu, |x| x * sigmoid(x), &samples(-87.0, 20.0, N)), 1.9),
-        ("gelu", worst1(Gelu, |x| x * phi(x), &samples(-13.0, 14.0, N)), 3.4),
+        ("silu", worst1(Silu, |x| x * sigmoid(x), &samples(-87.0, 20.0, N)), 2.1),
+        ("gelu", worst1(Gelu, |x| x * phi(x), &samples(-13.0, 14.0, N)), 4.0),
         ("gelu_tanh", worst1(GeluTanh, |x| x * gelu_tanh_s(x), &samples(-10.0, 10.0, N)), 2.2),
     ]);
 }
@@ -126,7 +126,7 @@ fn backward_formulas_within_documented_ulps() {
         // formulas of the input
         // formulas of the input, with a zero (silu' at x = -1.28, gelu' at -0.75): counted in ulps of max(|d|, 1/4)
         ("silu backward", worst2_floor(SiluGrad, |x| { let s = sigmoid(x); s * (1.0 + x * (1.0 - s)) }, id, &samples(-80.0, 20.0, N), 0.25), 2.85),
-        ("gelu backward", worst2_floor(GeluGrad, dgelu, id, &samples(-13.0, 14.0, N), 0.25), 2.45),
+        ("gelu backward", worst2_floor(GeluGrad, dgelu, id, &samples(-13.0, 14.0, N), 0.25), 3.1),
         ("gelu_tanh backward", worst2_floor(GeluTanhGrad, dgelu_tanh, id, &samples(-10.0, 10.0, N), 0.25), 2.5),
     ]);
 }
@@ -212,8 +212,8 @@ fn edge_inputs_within_documented_ulps() {
     fwd("exp", &|o, x| map1(Exp, o, x), &f64::exp, 0.75);
     fwd("tanh", &|o, x| map1(Tanh, o, x), &f64::tanh, 1.0);
     fwd("sigmoid", &|o, x| map1(Sigmoid, o, x), &sigmoid, 1.8);
-    fwd("silu", &|o, x| map1(Silu, o, x), &|x| x * sigmoid(x), 1.9);
-    fwd("gelu", &|o, x| map1(Gelu, o, x), &|x| x * phi(x), 3.4);
+    fwd("silu", &|o, x| map1(Silu, o, x), &|x| x * sigmoid(x), 2.1);
+    fwd("gelu", &|o, x| map1(Gelu, o, x), &|x| x * phi(x), 4.0);
     fwd("gelu_tanh", &|o, x| map1(GeluTanh, o, x), &|x| x * gelu_tanh_s(x), 2.2);
     // backward formulas with gradient 1, of the saved float32 result or the input
     let bwd = |name: &str, f: &dyn Fn(&mut [f32], &[f32], &[f32]), saved: &dyn Fn(f32) -> f32, reference: &dyn Fn(f64) -> f64, bound: f64| {
@@ -230,7 +230,7 @@ fn edge_inputs_within_documented_ulps() {
     bwd("tanh", &|o, g, s| map2(TanhGrad, o, g, s), &|x| x.tanh(), &|y| 1.0 - y * y, 0.5);
     bwd("sigmoid", &|o, g, s| map2(SigmoidGrad, o, g, s), &|x| sigmoid(x as f64) as f32, &|s| (1.0 - s) * s, 1.5);
     bwd("silu", &|o, g, s| map2(SiluGrad, o, g, s), &|x| x, &|x| { let s = sigmoid(x); s * (1.0 + x * (1.0 - s)) }, 2.85);
-    bwd("gelu", &|o, g, s| map2(GeluGrad, o, g, s), &|x| x, &phi_d, 2.45);
+    bwd("gelu", &|o, g, s| map2(GeluGrad, o, g, s), &|x| x, &phi_d, 3.1);
     let bad = bad.into_inner();
     assert!(bad.is_empty(), "{bad:#?}");
 }

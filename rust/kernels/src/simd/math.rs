@@ -10,13 +10,13 @@
 use super::F32s;
 use pulp::Simd;
 
-const LOG2_E: f32 = std::f32::consts::LOG2_E;
+pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split in two: `n * LN2_HI` is exact for the |n| <= 150 exp needs (9 significant bits).
-const LN2_HI: f32 = 0.693_359_4;
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
 /// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer, left in the low
 /// mantissa bits (their low 9 bits are those of the integer, two's complement).
-const ROUND_MAGIC: f32 = 12_582_912.0;
+pub(crate) const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// `c[0] x^(k-1) + ... + c[k-1]`, by Horner's rule with fused multiply-adds.
 #[inline(always)]
@@ -30,7 +30,7 @@ pub fn horner<S: Simd>(x: F32s<S>, c: &[f32]) -> F32s<S> {
 
 /// 2^n for integer-valued `n` in [-126, 127], built in the exponent field.
 #[inline(always)]
-fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
+pub(crate) fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
     // bits(n + MAGIC) = bits(MAGIC) + n, and bits(MAGIC) has nine low zero bits, so after
     // adding the bias and shifting by 23 only (n + 127) is left, in the exponent field.
     (n + ROUND_MAGIC).bits().add(127).shl(23).to_f32s()
@@ -165,17 +165,43 @@ pub fn exp_lite<S: Simd>(x: F32s<S>) -> F32s<S> {
 #[inline(always)]
 pub fn exp_lite_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     if !x.abs().lt_c(87.0).all() {
-        return exp_hl(x, x_lo);
+        return exp_lite_careful(x, x_lo);
     }
+    exp_lite_unchecked(x, x_lo)
+}
+
+/// `exp_lite_hl` for |x| < 87 (every result a normal number), no test.
+#[inline(always)]
+pub(crate) fn exp_lite_unchecked<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     // x = n ln2 + r, |r| <= ln2 / 2; z holds n in its low mantissa bits.
     let z = x.mul_add_c(LOG2_E, ROUND_MAGIC);
     let n = z - ROUND_MAGIC;
     let r = n.mul_add(x.k(-LN2_HI), x);
     let r = n.mul_add(x.k(-LN2_LO), r) + x_lo;
-    // e^r = 1 + r + r^2 P(r), P fitted here (relative error 3.8e-9 on |r| <= ln2 / 2).
+    exp_lite_reduced(r).bits().add_bits(z.bits().shl(23)).to_f32s()
+}
+
+/// `exp_lite_hl` for any x: clamped (NaN passes), and 2^n applied in two halves so a
+/// subnormal result rounds once and an overflow gives inf; a normal result has the same bits
+/// as `exp_lite_unchecked`'s (the same reduction and polynomial, exact scalings), so a lane's
+/// value does not depend on the other lanes of its vector.
+#[inline(always)]
+pub(crate) fn exp_lite_careful<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
+    let x = F32s::select(x.gt_c(89.0), x.k(89.0), x);
+    let x = F32s::select(x.lt_c(-104.0), x.k(-104.0), x);
+    let n = x.mul_add_c(LOG2_E, ROUND_MAGIC) - ROUND_MAGIC;
+    let r = n.mul_add(x.k(-LN2_HI), x);
+    let r = n.mul_add(x.k(-LN2_LO), r) + x_lo;
+    let n1 = (n * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
+    exp_lite_reduced(r) * pow2i(n1) * pow2i(n - n1)
+}
+
+/// e^r for |r| <= ln2 / 2 (a little beyond is fine), the polynomial of `exp_lite`:
+/// 1 + r + r^2 P(r), P fitted here (relative error 3.8e-9).
+#[inline(always)]
+pub(crate) fn exp_lite_reduced<S: Simd>(r: F32s<S>) -> F32s<S> {
     let p = horner(r, &[1.381_461_2e-3, 8.368_710_1e-3, 4.166_838_9e-2, 1.666_652_1e-1, 4.999_999_4e-1]);
-    let er = p.mul_add(r * r, r) + 1.0;
-    er.bits().add_bits(z.bits().shl(23)).to_f32s()
+    p.mul_add(r * r, r) + 1.0
 }
 
 /// (sigmoid(x), 1 - sigmoid(x)) from t = e^{-|x|} and r = 1 / (1 + t): sigmoid(x) is r for
@@ -220,27 +246,19 @@ pub fn sigmoid<S: Simd>(x: F32s<S>) -> F32s<S> {
     (-(q * rd)).mul_add(d_lo, q)
 }
 
-/// silu(x) = x sigmoid(x) = ±p / (1 + t) with p = |x| t below 0 and |x| above (t = e^{-|x|}).
-/// p and 1 + t are both carried exactly (p + p_lo, d + d_lo) and the quotient q = p / d gets
-/// its first-order correction (p_lo - q d_lo) / d, so the roundings of |x| t, of 1 + t and of
-/// a multiply by x do not add up: one rounding after t's. Computed on |x| and signed last,
-/// so silu(-0) = -0 and tiny negative results keep their sign.
+/// silu(x) = x sigmoid(x) = x / (1 + e^{-x}): one exp, one addition, one division (torch's
+/// formula; its error is e^{-x}'s, damped by e^{-x} / (1 + e^{-x}), plus two roundings).
+/// The sign of a zero result is x's (-0 / 2 = -0), and silu(-inf) = -inf / inf is NaN, as in
+/// torch. Below x = -87 e^{-x} overflows: there silu(x) = x e^x (1 + e^x rounds to 1), taken
+/// on the rare vector with such a lane, lane by lane.
 #[inline(always)]
 pub fn silu<S: Simd>(x: F32s<S>) -> F32s<S> {
-    let a = x.abs();
-    let t = exp_lite(-a);
-    let f = F32s::select(x.lt_c(0.0), t, x.k(1.0));
-    let p = a * f;
-    let p_lo = a.mul_add(f, -p);
-    let d = t + 1.0;
-    let d_lo = (x.k(1.0) - d) + t;
-    let q = p / d;
-    // 1 / d for the correction term only (itself under an ulp): a quadratic through t = 0,
-    // 1/2, 1 is within 1.5%.
-    let rd = t.mul_add_c(1.0 / 3.0, -5.0 / 6.0).mul_add(t, t.k(1.0));
-    let r = (-q).mul_add(d_lo, p_lo).mul_add(rd, q);
-    // At |x| = inf p_lo is inf - inf; p itself is the value there (inf, or inf * 0 = NaN).
-    F32s::select(a.lt_c(f32::INFINITY), r, p).with_sign_of(x)
+    let zero = x.k(-0.0);
+    if x.abs().lt_c(87.0).all() {
+        return x / (exp_lite_unchecked(-x, zero) + 1.0);
+    }
+    let q = x / (exp_lite_careful(-x, zero) + 1.0);
+    F32s::select(x.lt_c(-87.0), x * exp_lite_careful(x, zero), q)
 }
 
 /// e^(x - shift) for one shift (a softmax row's max): a lane function.

@@ -4,28 +4,36 @@
 //! Phi(-a) for a >= 0 is computed as e^{-a^2/2} R(a), never as 1 + erf(-a/sqrt 2): that sum
 //! cancels for negative x and loses every digit in the tail (torch's gelu returns 0 below
 //! x ~ -5.5 and inaccurate values above; the reference float64 gelu does not). R(a) =
-//! Phi(-a) e^{a^2/2} is smooth and slowly varying, fitted here by three polynomials (degree 11
-//! in a - centre, relative error <= 2e-8, fitted to a float64 reference in a minimax sense).
-//! e^{-a^2/2} takes its argument exactly: a^2 = h + l (FMA), e^{-h/2} (1 - l/2).
+//! Phi(-a) e^{a^2/2} is smooth and slowly varying, fitted here by three polynomials (in
+//! a - centre, relative error <= 2e-8, fitted to a float64 reference in a minimax sense):
+//! degree 12 on [0, 3.25), where 99.9% of standard normal samples fall, degree 11 above.
+//! e^{-a^2/2} takes its argument exactly: with m = -a/2 (exact), the reduced argument
+//! -a^2/2 - n ln2 is one FMA, a m - n ln2_hi, rounded once.
+//!
+//! A vector whose lanes all have |x| < 3.25 (so e^{-x^2/2} is a normal number and R is the
+//! first polynomial) takes a short path with no clamp and no per-lane choice; the general
+//! path does the same operations on those lanes (the same bits), so a lane's result does not
+//! depend on its neighbours or on the vector width.
 
-use super::math::{exp_hl, exp_lite_hl, horner, quotient_1p};
+use super::math::{exp_hl, exp_lite_reduced, horner, pow2i, quotient_1p, LN2_HI, LN2_LO, LOG2_E, ROUND_MAGIC};
 use super::F32s;
 use pulp::Simd;
 
-/// R's pieces: a < 2.25, 2.25 <= a < 5.5, a >= 5.5; each evaluated at v = a - centre.
-const SPLIT: [f32; 2] = [2.25, 5.5];
-const CENTRE: [f32; 3] = [1.125, 3.875, 10.0];
-const R_COEF: [[f32; 12]; 3] = [
+/// R's pieces: a < 3.25, 3.25 <= a < 5.5, a >= 5.5; each evaluated at v = a - centre.
+const SPLIT: [f32; 2] = [3.25, 5.5];
+const CENTRE: [f32; 3] = [1.625, 3.875, 10.0];
+/// Highest power first; the outer pieces are degree 11 (a leading 0 keeps one loop).
+const R_COEF: [[f32; 13]; 3] = [
     [
-        -1.342_712_8e-6, 5.698_967e-6, -1.734_843_1e-5, 6.342_334_4e-5, -2.311_695_4e-4, 7.821_235_9e-4, -2.496_800_2e-3,
-        7.494_56e-3, -2.091_543e-2, 5.350_946_6e-2, -1.229_444_7e-1, 2.453_313_9e-1,
+        8.790_645e-8, -4.274_996_3e-7, 1.149_168_8e-6, -4.539_280_8e-6, 2.035_219_8e-5, -7.929_46e-5, 2.900_861_1e-4,
+        -1.020_004_5e-3, 3.398_677_1e-3, -1.062_630_9e-2, 3.086_242_3e-2, -8.202_971e-2, 1.950_231e-1,
     ],
     [
-        -1.847_490_2e-9, 1.112_253_6e-8, -4.996_115_9e-8, 2.787_585_6e-7, -1.566_356_6e-6, 8.361_363e-6, -4.331_950_2e-5,
+        0.0, -1.847_490_2e-9, 1.112_253_6e-8, -4.996_115_9e-8, 2.787_585_6e-7, -1.566_356_6e-6, 8.361_363e-6, -4.331_950_2e-5,
         2.179_682_9e-4, -1.061_249_8e-3, 4.984_241_9e-3, -2.249_768e-2, 9.714_699_5e-2,
     ],
     [
-        -3.700_635_7e-13, 3.613_071_4e-12, -1.912_880_1e-11, 2.313_661_5e-10, -2.934_910_8e-9, 3.113_668_3e-8,
+        0.0, -3.700_635_7e-13, 3.613_071_4e-12, -1.912_880_1e-11, 2.313_661_5e-10, -2.934_910_8e-9, 3.113_668_3e-8,
         -3.275_091_8e-7, 3.462_346e-6, -3.628_046_8e-5, 3.766_528_7e-4, -3.875_338_7e-3, 3.950_669_2e-2,
     ],
 ];
@@ -33,45 +41,55 @@ const R_COEF: [[f32; 12]; 3] = [
 const A_MAX: f32 = 15.0;
 const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
 
-/// R(a) = Phi(-a) e^{a^2/2}: each lane picks its piece's coefficients (selects, not
-/// branches), then one Horner pass.
+/// R(a) = Phi(-a) e^{a^2/2} with each lane picking its piece's coefficients (selects).
 #[inline(always)]
-fn mills<S: Simd>(a: F32s<S>) -> F32s<S> {
+fn mills_general<S: Simd>(a: F32s<S>) -> F32s<S> {
     let (first, second) = (a.lt_c(SPLIT[0]), a.lt_c(SPLIT[1]));
-    // Most activations are small: a vector all in the first piece skips the selects (the same
-    // operations on the same coefficients, so the same bits as the general path).
-    if first.all() {
-        return horner(a - CENTRE[0], &R_COEF[0]);
-    }
     let pick = |c: [f32; 3]| F32s::select(first, a.k(c[0]), F32s::select(second, a.k(c[1]), a.k(c[2])));
     let v = a - pick(CENTRE);
     let mut p = pick([R_COEF[0][0], R_COEF[1][0], R_COEF[2][0]]);
-    for k in 1..12 {
+    for k in 1..13 {
         p = p.mul_add(v, pick([R_COEF[0][k], R_COEF[1][k], R_COEF[2][k]]));
     }
     p
 }
 
+/// (z, n, e^r) with -a^2/2 = n ln2 + r, |r| <= ln2 / 2 about; z holds n in its low mantissa
+/// bits. a m - n ln2_hi is exact before its one rounding (a m = -a^2/2 inside the FMA, and
+/// n ln2_hi is exact: n has 8 bits, ln2_hi 9).
+#[inline(always)]
+fn half_square_exp<S: Simd>(a: F32s<S>) -> (F32s<S>, F32s<S>, F32s<S>) {
+    let m = a * -0.5;
+    let z = (a * m).mul_add_c(LOG2_E, ROUND_MAGIC);
+    let n = z - ROUND_MAGIC;
+    let r = a.mul_add(m, n * -LN2_HI);
+    let r = n.mul_add(a.k(-LN2_LO), r);
+    (z, n, exp_lite_reduced(r))
+}
+
 /// (e^{-x^2/2}, R(|x|)): Phi(-|x|) is their product, the density e^{-x^2/2} / sqrt(2 pi).
 #[inline(always)]
 fn gauss_and_mills<S: Simd>(x: F32s<S>) -> (F32s<S>, F32s<S>) {
-    // Clamped with a select so NaN stays NaN; past A_MAX both factors are 0 anyway.
     let a = x.abs();
+    if a.lt_c(SPLIT[0]).all() {
+        // e^{-a^2/2} >= e^{-5.3}: 2^n goes straight into the exponent field.
+        let (z, _, er) = half_square_exp(a);
+        return (er.bits().add_bits(z.bits().shl(23)).to_f32s(), horner(a - CENTRE[0], &R_COEF[0]));
+    }
+    // Clamped with a select so NaN stays NaN; past A_MAX both factors are 0 anyway. 2^n in two
+    // halves, so a subnormal result rounds once (for a normal one, the same bits as above).
     let a = F32s::select(a.gt_c(A_MAX), a.k(A_MAX), a);
-    let h = a * a;
-    let l = a.mul_add(a, -h); // a^2 = h + l exactly
-    (exp_lite_hl(h * -0.5, l * -0.5), mills(a))
+    let (_, n, er) = half_square_exp(a);
+    let n1 = (n * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
+    (er * pow2i(n1) * pow2i(n - n1), mills_general(a))
 }
 
-/// gelu(x) = x Phi(x). For negative x, (x e^{-x^2/2}) R with the first product kept exact,
-/// so one rounding follows R and the result stays a normal number wherever it is one
-/// (Phi alone underflows first).
+/// gelu(x) = x Phi(x), Phi(x) = g R below 0 and 1 - g R above (g R <= 1/2, so no cancellation).
 #[inline(always)]
 pub fn gelu<S: Simd>(x: F32s<S>) -> F32s<S> {
     let (gauss, r) = gauss_and_mills(x);
-    let xg = x * gauss;
-    let xg_lo = x.mul_add(gauss, -xg);
-    F32s::select(x.lt_c(0.0), xg.mul_add(r, xg_lo * r), x * (x.k(1.0) - gauss * r))
+    let q = gauss * r;
+    x * F32s::select(x.lt_c(0.0), q, x.k(1.0) - q)
 }
 
 /// d gelu / dx = Phi(x) + x phi(x).
