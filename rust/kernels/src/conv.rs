@@ -124,6 +124,40 @@ fn for_each_chunk<T: Copy + Send>(out: &mut [T], size: usize, work: usize, f: im
     }
 }
 
+/// Runs `f(i, chunk i)` over the `size`-element chunks of `out` (the last may be shorter), on
+/// rayon's threads when `par` and there are several chunks and threads; returns the error of
+/// the lowest failing chunk. Through `for_split`, so the calling thread takes part and claims
+/// whatever a late worker has not started: rayon's `par_chunks_mut` from a thread outside the
+/// pool blocks the caller until the workers finish, and when another process holds a core a
+/// worker can wake late; the Winograd forward of the bench's 64x16x8x8 conv then took 520-550
+/// us on two threads against 270 on one (SCHED_FIFO, load ~13 on 2 cores).
+fn try_for_each_chunk<T: Copy + Send>(out: &mut [T], size: usize, par: bool, f: impl Fn(usize, &mut [T]) -> Result<()> + Sync + Send) -> Result<()> {
+    if size == 0 || out.is_empty() {
+        return Ok(());
+    }
+    let count = out.len().div_ceil(size);
+    if !par || count < 2 || rayon::current_num_threads() <= 1 {
+        return out.chunks_mut(size).enumerate().try_for_each(|(i, c)| f(i, c));
+    }
+    let (len, at) = (out.len(), SendPtr(out.as_mut_ptr()));
+    let failed = std::sync::Mutex::new(None);
+    panels::for_each_index(count, |i| {
+        let (lo, hi) = (i * size, ((i + 1) * size).min(len));
+        // SAFETY: chunk i is out[lo..hi], disjoint from every other chunk; `out` is borrowed
+        // mutably for the whole call.
+        if let Err(e) = f(i, unsafe { std::slice::from_raw_parts_mut(at.get().add(lo), hi - lo) }) {
+            let mut slot = failed.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.as_ref().is_none_or(|(j, _)| i < *j) {
+                *slot = Some((i, e));
+            }
+        }
+    });
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// One matrix operand: a slice read at `rs`/`cs` element strides.
 #[derive(Clone, Copy)]
 struct Mat<'a, T> {

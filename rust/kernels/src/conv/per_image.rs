@@ -13,7 +13,6 @@
 
 use super::{gemm_with, im2col, scratch::Buf, small_k, ConvElem, Geometry, Mat, GEMM_PAR_WORK};
 use crate::error::Result;
-use rayon::prelude::*;
 
 /// Smallest output plane (OH·OW) for which the per-image gemm is used: below it, gemm's
 /// m = P is too short and the chunked path's one wide product wins.
@@ -42,7 +41,7 @@ fn for_images<T: ConvElem>(out: &mut [T], per_image: usize, n: usize, work: usiz
         return Ok(());
     }
     if n > 1 && work >= GEMM_PAR_WORK && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(per_image).enumerate().try_for_each(|(i, o)| f(i, o, false))
+        super::try_for_each_chunk(out, per_image, true, |i, o| f(i, o, false))
     } else {
         out.chunks_mut(per_image).enumerate().try_for_each(|(i, o)| f(i, o, true))
     }

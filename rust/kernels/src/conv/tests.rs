@@ -207,8 +207,9 @@ fn bitwise_identical_on_one_and_two_threads() {
         })
     };
     let one = run(1);
-    assert_eq!(one, run(2));
-    assert_eq!(one, run(2));
+    for threads in [2, 2, 3, 4] {
+        assert_eq!(one, run(threads), "{threads} threads");
+    }
 }
 
 /// The per-image path (large output planes) against the definition on every case above (it
@@ -296,4 +297,31 @@ fn deep_weight_gradient_is_exact_and_bitwise_identical_across_threads() {
     let one = run(1);
     assert_eq!(one, run(2));
     assert_eq!(one, run(3));
+}
+
+/// `try_for_each_chunk` visits every chunk once (the last one short) on any thread count, and
+/// reports the error of the lowest failing chunk whichever thread met it first.
+#[test]
+fn chunks_run_once_and_the_lowest_error_wins() {
+    use crate::error::Error;
+    for threads in 1..=4 {
+        in_pool(threads, || {
+            let mut out = vec![0u32; 103];
+            super::try_for_each_chunk(&mut out, 10, true, |i, c| {
+                c.iter_mut().for_each(|v| *v += i as u32 + 1);
+                Ok(())
+            })
+            .unwrap();
+            let want: Vec<u32> = (0..103).map(|j| j as u32 / 10 + 1).collect();
+            assert_eq!(out, want, "{threads} threads");
+            let err = super::try_for_each_chunk(&mut out, 10, true, |i, _| {
+                if i % 3 == 2 {
+                    Err(Error::Runtime(format!("chunk {i}")))
+                } else {
+                    Ok(())
+                }
+            });
+            assert_eq!(err, Err(Error::Runtime("chunk 2".into())), "{threads} threads");
+        });
+    }
 }

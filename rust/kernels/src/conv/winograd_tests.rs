@@ -150,6 +150,7 @@ fn bitwise_identical_on_one_and_two_threads() {
     };
     assert!(Plan::new(&g).images(&g, CHUNK_BUDGET) < g.n, "several chunks");
     let one = run(1);
-    assert_eq!(one, run(2));
-    assert_eq!(one, run(2));
+    for threads in [2, 2, 3, 4] {
+        assert_eq!(one, run(threads), "{threads} threads");
+    }
 }
