@@ -284,6 +284,7 @@ const INDEX: CudaSource = CudaSource {
         Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: ALL, ops: &["false", "true"] },
         Family { kernels: &["mg_index_gather<{T}>"], types: NARROW, ops: &[""] },
         Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: NARROW, ops: &["false", "true"] },
+        Family { kernels: &["mg_index_table_rows", "mg_index_table_add"], types: &[("", "")], ops: &[""] },
     ],
 };
 

@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, IndexTable, MaxGeometry, RandomDist, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -455,5 +455,13 @@ impl Backend for Cuda {
 
     fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
         self.masked_take_impl(dst, src, first, ranks)
+    }
+
+    fn index_gather_table(&self, dst: &Tensor, src: &Tensor, walk: &Walk, table: &IndexTable) -> Result<bool> {
+        self.index_gather_table_impl(dst, src, walk, table)
+    }
+
+    fn index_scatter_table(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &IndexTable, accumulate: bool) -> Result<bool> {
+        self.index_scatter_table_impl(dst, values, walk, table, accumulate)
     }
 }
