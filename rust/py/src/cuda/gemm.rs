@@ -100,16 +100,30 @@ pub fn plan(dst: &Tensor, a: &Tensor, b: &Tensor, addr: impl Fn(&Tensor) -> u64)
     }
     let fits = |v: usize| i32::try_from(v).ok();
     let (cm, cn, ck) = (fits(n)?, fits(m)?, fits(k)?);
-    let bshape = &dst.shape()[..nd - 2];
-    let (split, count, run) = batch_run(bshape, [b.strides(), a.strides(), dst.strides()]);
+    // the batch dims in their order or reversed, whichever leaves fewer calls (conv2d with
+    // groups: (images, groups) with the weight broadcast over the images loops over the groups)
+    let nb = nd - 2;
+    let order = |rev: bool| -> Vec<usize> { if rev { (0..nb).rev().collect() } else { (0..nb).collect() } };
+    let pick = |t: &Tensor, o: &[usize]| -> Vec<isize> { o.iter().map(|&d| t.strides()[d]).collect() };
+    let mut best: Option<(usize, Vec<usize>, (usize, usize, [isize; 3]))> = None;
+    for rev in [false, true] {
+        let o = order(rev);
+        let shape: Vec<usize> = o.iter().map(|&d| dst.shape()[d]).collect();
+        let r = batch_run(&shape, [&pick(b, &o), &pick(a, &o), &pick(dst, &o)]);
+        let calls: usize = shape[..r.0].iter().product();
+        if best.as_ref().is_none_or(|(c, _, _)| calls < *c) {
+            best = Some((calls, o, r));
+        }
+    }
+    let (outer, order, (split, count, run)) = best?;
+    let bshape: Vec<usize> = order.iter().map(|&d| dst.shape()[d]).collect();
     let batch = fits(count)?;
     let size = dst.dtype().size() as u64;
-    let outer: usize = bshape[..split].iter().product();
     let mut calls = Vec::with_capacity(outer);
     let mut index = vec![0usize; split];
     for _ in 0..outer {
         let off = |t: &Tensor| -> u64 {
-            let e: isize = index.iter().zip(t.strides()).map(|(&i, &s)| i as isize * s).sum();
+            let e: isize = index.iter().zip(&order).map(|(&i, &d)| i as isize * t.strides()[d]).sum();
             addr(t).wrapping_add((e as i64 * size as i64) as u64)
         };
         calls.push(GemmCall {
