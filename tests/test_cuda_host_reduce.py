@@ -5,9 +5,12 @@ block's threads (shared memory, __syncthreads, warp shuffles): the host shim run
 256 threads as fibers in lockstep between barriers, and reports a barrier that only some threads
 reach as a deadlock, so the combination trees run as written.
 
-Every reduction runs one pass (`mg_reduce`) and split (`mg_reduce_part` then `mg_reduce_done`),
+Every reduction runs one pass (`mg_reduce`) and split (`mg_reduce_split`: chunks' partials into
+slots, the last block of each output, found by an atomic ticket, combines them in slot order),
 over rows (inner == 1) and columns (inner > 1, several 32-column tiles), with grids of different
-sizes (the result must not change: the combination order is fixed by the block shape).
+sizes (the result must not change: the combination order is fixed by the block shape) and, for
+the split pass, blocks run in shuffled orders (the shim's MG_HOST_BLOCK_ORDER), so a different
+block combines each time.
 
 Exactness: float inputs are multiples of 1/64 (integers for products), so every partial sum in
 the kernels' double accumulators is exact and the result cannot depend on the order of summation:
@@ -16,8 +19,10 @@ bit. Where a formula rounds on the way (var, logsumexp, p-norms, softmax in doub
 a bound of a few ulps, stated with each. Rows of NaN, +-inf and ties check torch's rules.
 """
 
+import contextlib
 import ctypes
 import math
+import os
 
 import numpy as np
 import pytest
@@ -93,23 +98,25 @@ def launch_one_pass(host, inst, x, out_t, vals_t, aux=None, p0=0.0, p1=0.0, grid
 
 
 def launch_split(host, inst, x, out_t, vals_t, chunk, aux=None, p0=0.0, p1=0.0, grid=3):
-    """mg_reduce_part over chunks of the reduced axis, then mg_reduce_done over the partials."""
+    """mg_reduce_split: chunks of the reduced axis into slots, the last block of each output
+    combines them. The ticket counters start at zero and must be zero again after."""
     _, (op,) = parse(inst)
     outer, red, inner = x.shape
     nchunk = max(1, -(-red // chunk)) if red > chunk else 1
+    tiles = 1 if inner == 1 else -(-inner // 32)
     part = torch.zeros(outer * nchunk * inner * 2, dtype=torch.complex128)  # 16-byte slots, 16-aligned
     assert part.data_ptr() % 16 == 0
+    tickets = torch.zeros(outer * tiles, dtype=torch.int32)
     xc = x.contiguous()
     auxp = ctypes.c_void_p(aux.data_ptr() if aux is not None else 0)
-    host.launch(f"mg_reduce_part<{op}>", grid, THREADS, ctypes.c_void_p(part.data_ptr()), ctypes.c_void_p(xc.data_ptr()),
-                ctypes.c_longlong(outer), ctypes.c_longlong(red), ctypes.c_longlong(inner), ctypes.c_longlong(chunk),
-                auxp, ctypes.c_double(p0))
     out = torch.empty((outer, inner), dtype=torch_type(out_t))
     vals = torch.empty((outer, inner), dtype=x.dtype) if vals_t else None
-    host.launch(f"mg_reduce_done<{op}>", grid, THREADS, ctypes.c_void_p(out.data_ptr()),
+    host.launch(f"mg_reduce_split<{op}>", grid, THREADS, ctypes.c_void_p(out.data_ptr()),
                 ctypes.c_void_p(vals.data_ptr() if vals is not None else 0), ctypes.c_void_p(part.data_ptr()),
-                ctypes.c_longlong(outer), ctypes.c_longlong(nchunk), ctypes.c_longlong(inner), auxp,
-                ctypes.c_double(p0), ctypes.c_double(p1))
+                ctypes.c_void_p(tickets.data_ptr()), ctypes.c_void_p(xc.data_ptr()),
+                ctypes.c_longlong(outer), ctypes.c_longlong(red), ctypes.c_longlong(inner), ctypes.c_longlong(chunk),
+                auxp, ctypes.c_double(p0), ctypes.c_double(p1))
+    assert not tickets.any(), f"{inst}: ticket counters left at {tickets.tolist()}"
     return out, vals
 
 
@@ -172,7 +179,27 @@ def each_layout_plain(host, inst, x_for, out_t, vals_t=False, p0_for=None, aux_f
         p0 = x.shape[1] if mean else (p0_for(x) if p0_for else 0.0)
         aux = aux_for(x) if aux_for else None
         out, vals = launch_split(host, inst, x, out_t, vals_t, chunk, aux=aux, p0=p0, p1=p1)
+        for seed, grid in (("5", 7), ("6", 64)):  # other blocks draw the last tickets
+            with shuffled_blocks(seed):
+                out2, vals2 = launch_split(host, inst, x, out_t, vals_t, chunk, aux=aux, p0=p0, p1=p1, grid=grid)
+            assert_same(out2, out, f"{inst} {shape}: the block that combined changed the result")
+            if vals_t:
+                assert_same(vals2, vals, f"{inst} {shape}: the block that combined changed the values")
         yield f"{shape} chunk {chunk}", x, out, vals
+
+
+@contextlib.contextmanager
+def shuffled_blocks(seed):
+    """The shim runs each launch's blocks in a permutation of `seed` (tests/cuda_host/shim.h)."""
+    old = os.environ.get("MG_HOST_BLOCK_ORDER")
+    os.environ["MG_HOST_BLOCK_ORDER"] = seed
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MG_HOST_BLOCK_ORDER"]
+        else:
+            os.environ["MG_HOST_BLOCK_ORDER"] = old
 
 
 # ----- amax/amin, argmax/argmin with values, all/any -----
@@ -300,9 +327,9 @@ def test_logsumexp_two_passes(host, t):
         assert_ulps(split, want, 8 if t == "double" else 1, f"logsumexp {t} {shape} split")
 
 
-def test_every_reduce_op_has_its_three_kernels():
+def test_every_reduce_op_has_its_two_kernels():
     ops = {tuple(parse(i)[1]) for i in instances("reduce", "mg_reduce")}
-    for template in ("mg_reduce_part", "mg_reduce_done"):
+    for template in ("mg_reduce_split",):
         assert {tuple(parse(i)[1]) for i in instances("reduce", template)} == ops
 
 

@@ -18,7 +18,12 @@ The interface (the host emulation in tests/cuda_host/driver.py provides the same
                    Python exception set on error) or a Python callable device -> int
         The addresses must stay valid while the driver object lives.
   matmul(dtype, dst, a, b)                   each (address, shape, strides in elements):
-                                             dst[B] = a[B] @ b[B] through cuBLAS
+                                             dst[B] = a[B] @ b[B] through CuPy (integer dtypes,
+                                             layouts cuBLAS cannot take)
+  gemm(dtype, trans_a, trans_b, (m, n, k), (a, lda, stride_a), (b, ldb, stride_b),
+       (c, ldc, stride_c), batch)            one cuBLAS {s,d}gemmStridedBatched with raw device
+                                             addresses (column-major, strides in elements),
+                                             alpha 1, beta 0 (rust/py/src/cuda/gemm.rs)
   synchronize(), device_name()
 """
 
@@ -41,6 +46,7 @@ class CupyDriver:
         self._get_device = runtime.getDevice
         self._pool_alloc = cupy.cuda.memory.alloc  # the current allocator (set_allocator is honoured)
         self._oom = cupy.cuda.memory.OutOfMemoryError
+        self._cublas = None  # made at the first gemm
 
     def _device(self):
         return self._cupy.cuda.Device(self.index)
@@ -108,6 +114,16 @@ class CupyDriver:
             out = self._array(dtype, dst)
             self._cupy.matmul(self._array(dtype, a), self._array(dtype, b), out=out)
 
+    def gemm(self, dtype, trans_a, trans_b, mnk, a, b, c, batch):
+        """cuBLAS on raw pointers: no CuPy arrays. CuPy's cublas wrappers put the handle on
+        CuPy's current stream before each call (as its own matmul does)."""
+        if self._get_device() != self.index:
+            with self._device():
+                return self.gemm(dtype, trans_a, trans_b, mnk, a, b, c, batch)
+        if self._cublas is None:
+            self._cublas = _Cublas(self._cupy)
+        self._cublas.gemm(dtype, trans_a, trans_b, mnk, a, b, c, batch)
+
     def synchronize(self):
         with self._device():
             self._cupy.cuda.get_current_stream().synchronize()
@@ -115,6 +131,36 @@ class CupyDriver:
     def device_name(self):
         name = self._runtime.getDeviceProperties(self.index)["name"]
         return name.decode() if isinstance(name, bytes) else name
+
+
+class _Cublas:
+    """CuPy's low-level cuBLAS binding (`cupy_backends.cuda.libs.cublas`), called with raw
+    addresses. alpha and beta are host pointers (cuBLAS's default pointer mode, which CuPy
+    restores after any call that changes it)."""
+
+    def __init__(self, cupy):
+        import ctypes
+
+        from cupy_backends.cuda.libs import cublas
+
+        self._handle = cupy.cuda.device.get_cublas_handle  # the current device's, CuPy's own
+        self._scalars = {"float32": (ctypes.c_float(1.0), ctypes.c_float(0.0)), "float64": (ctypes.c_double(1.0), ctypes.c_double(0.0))}
+        one_zero = {k: (ctypes.addressof(o), ctypes.addressof(z)) for k, (o, z) in self._scalars.items()}
+        self._calls = {
+            "float32": (cublas.sgemm, cublas.sgemmStridedBatched, *one_zero["float32"]),
+            "float64": (cublas.dgemm, cublas.dgemmStridedBatched, *one_zero["float64"]),
+        }
+        self._op = (cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_T)
+
+    def gemm(self, dtype, trans_a, trans_b, mnk, a, b, c, batch):
+        single, batched, one, zero = self._calls[dtype]
+        m, n, k = mnk
+        (pa, lda, sa), (pb, ldb, sb), (pc, ldc, sc) = a, b, c
+        ta, tb, h = self._op[trans_a], self._op[trans_b], self._handle()
+        if batch == 1:
+            single(h, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc)
+        else:
+            batched(h, ta, tb, m, n, k, one, pa, lda, sa, pb, ldb, sb, zero, pc, ldc, sc, batch)
 
 
 def _libcuda_entries():

@@ -54,6 +54,8 @@ class HostDriver:
         self.launches = 0
         self.compiled_groups = []
         self.launch_streams = []  # the stream of every launch, in order
+        self.matmul_fallbacks = 0  # calls of `matmul` (CuPy's, for what cuBLAS cannot take)
+        self.gemm_calls = []  # every cuBLAS call: (dtype, ta, tb, (m, n, k), (lda, sa), (ldb, sb), (ldc, sc), batch)
         self.fail_next = None  # a CUresult the next launch returns instead of running (error-path tests)
         self._by_handle = {}
         self._tls = threading.local()
@@ -130,10 +132,29 @@ class HostDriver:
             return CUDA_ERROR_LAUNCH_FAILED
 
     def matmul(self, dtype, dst, a, b):
-        """cuBLAS's part (outside minigrad's code) done by NumPy on the same memory."""
+        """CuPy's matmul (integer dtypes, layouts cuBLAS cannot take) done by NumPy on the same memory."""
+        self.matmul_fallbacks += 1
         view = lambda op: _view(dtype, op)  # noqa: E731
         out = view(dst)
         out[...] = np.matmul(view(a), view(b))
+
+    def gemm(self, dtype, trans_a, trans_b, mnk, a, b, c, batch):
+        """cuBLAS's {s,d}gemmStridedBatched on raw addresses, as cuBLAS reads them: column-major
+        matrices at `address + i * stride` (elements), op(X) = X or Xᵀ, C = op(A) op(B) (alpha 1,
+        beta 0). cuBLAS's argument checks first (CUBLAS_STATUS_INVALID_VALUE), so a wrong leading
+        dimension fails here as it would on a GPU instead of reading the wrong elements."""
+        m, n, k = mnk
+        (pa, lda, sa), (pb, ldb, sb), (pc, ldc, sc) = a, b, c
+        self.gemm_calls.append((dtype, trans_a, trans_b, mnk, (lda, sa), (ldb, sb), (ldc, sc), batch))
+        ra, rb = (k if trans_a else m), (n if trans_b else k)  # rows of A and B as stored
+        if min(m, n, k, batch) < 0 or lda < max(1, ra) or ldb < max(1, rb) or ldc < max(1, m):
+            raise RuntimeError(f"CUBLAS_STATUS_INVALID_VALUE (m={m} n={n} k={k} lda={lda} ldb={ldb} ldc={ldc})")
+        dt = np.dtype(dtype)
+        for i in range(batch):
+            x = _colmajor(dt, pa + i * sa * dt.itemsize, ra, (m if trans_a else k), lda)
+            y = _colmajor(dt, pb + i * sb * dt.itemsize, rb, (k if trans_b else n), ldb)
+            out = _colmajor(dt, pc + i * sc * dt.itemsize, m, n, ldc)
+            out[...] = np.matmul(x.T if trans_a else x, y.T if trans_b else y)
 
     def synchronize(self):
         pass
@@ -149,6 +170,11 @@ def _cu_get_error_name(code, out):
         return CUDA_ERROR_INVALID_VALUE
     out[0] = name
     return 0
+
+
+def _colmajor(dt, address, rows, cols, ld):
+    """A column-major `rows x cols` matrix with leading dimension `ld` at `address`."""
+    return _view(dt, (address, (rows, cols), (1, ld)))
 
 
 def _view(dtype, operand):

@@ -14,6 +14,11 @@
 //    32 lanes have posted their values, then read the partner's. So a block's threads run in lockstep
 //    phases between barriers, as the CUDA model promises and no more: a barrier that only part
 //    of a block (or a warp) reaches is reported as a deadlock, not silently passed.
+//  - __threadfence() -> nothing, atomicInc/atomicAdd -> plain read-modify-write: blocks run one
+//    after another on one host thread, so no other block runs between a fence and what follows
+//    it. The order the blocks run in is 0, 1, ... unless MG_HOST_BLOCK_ORDER is set to a seed
+//    (a positive integer): then each launch runs them in a pseudo-random permutation of that
+//    seed, so a test can show that a result does not depend on which block finishes last.
 // Launch: mg_host::launch(grid, block, body) runs body() as every thread of every block.
 #pragma once
 
@@ -173,7 +178,19 @@ template <class F> void launch(unsigned grid, unsigned threads, F body) {
   Block& b = block();
   b.body = &call_body<F>;
   b.arg = &body;
-  for (unsigned g = 0; g < grid; ++g) {
+  std::vector<unsigned> order(grid);
+  for (unsigned g = 0; g < grid; ++g) order[g] = g;
+  if (const char* seed = getenv("MG_HOST_BLOCK_ORDER")) {
+    unsigned long long s = strtoull(seed, nullptr, 10) * 6364136223846793005ull + 1442695040888963407ull;
+    for (unsigned g = grid; g > 1; --g) {  // Fisher-Yates with an LCG
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      const unsigned k = (unsigned)((s >> 33) % g);
+      const unsigned t = order[g - 1];
+      order[g - 1] = order[k];
+      order[k] = t;
+    }
+  }
+  for (unsigned g : order) {
     blockIdx = dim3{g, 1, 1};
     run_block();
   }
@@ -229,4 +246,17 @@ template <class T> T __shfl_down_sync(unsigned mask, T v, int delta) {
   memcpy(&r, &b.lanes[(size_t)src * 16], sizeof(T));
   mg_host::park(mg_host::kAtWarp);  // every lane has read before any lane posts again
   return r;
+}
+
+// Blocks run one after another on one host thread: nothing to order, nothing to make atomic.
+inline void __threadfence() {}
+inline unsigned int atomicInc(unsigned int* address, unsigned int val) {
+  const unsigned int old = *address;
+  *address = old >= val ? 0u : old + 1u;
+  return old;
+}
+inline unsigned int atomicAdd(unsigned int* address, unsigned int val) {
+  const unsigned int old = *address;
+  *address = old + val;
+  return old;
 }

@@ -69,6 +69,8 @@ def _elementwise(n):
         f"sum {n:.0e}": (lambda m, a, b: a.sum(), (n,), (1,), 4 * n, None),
         f"amax(dim=-1) {rows}x1000": (lambda m, a, b: a.amax(dim=-1), (rows, 1000), (1,), 4 * n, None),
         f"softmax(dim=-1) {rows}x1000": (lambda m, a, b: m.softmax(a, dim=-1), (rows, 1000), (1,), 8 * n, None),
+        # few outputs over a long axis: the split pass's column tiles (one launch)
+        f"sum(dim=0) {rows}x1000": (lambda m, a, b: a.sum(dim=0), (rows, 1000), (1,), 4 * n, None),
     }
 
 
@@ -89,6 +91,8 @@ def _ops(quick):
         out.update(_elementwise(n))
     for side in ((1024,) if quick else (1024, 4096, 8192)):
         out[f"matmul {side}"] = (lambda m, a, b: a @ b, (side, side), (side, side), None, 2 * side**3)
+    # a small product: the per-op cost of the cuBLAS call (raw pointers, no CuPy arrays)
+    out["matmul 64 (per-op)"] = (lambda m, a, b: a @ b, (64, 64), (64, 64), None, 2 * 64**3)
     out.update(_conv_ops(quick))
     out["add 1 element (per-op overhead)"] = (lambda m, a, b: a + b, (1,), (1,), None, None)
     return out

@@ -521,6 +521,38 @@ pub trait Backend: Send + Sync {
         let _ = (dst, src, first, ranks);
         Err(not_implemented(self.device(), "index.Tensor"))
     }
+
+    /// `index_gather` with the position table made on this device from the index tensors
+    /// (`walk.positions` is empty; `table` says how to make it): the op layer has checked the
+    /// integer indices (torch's errors) and a mask's columns are in range by construction, so
+    /// no index value has to be read on the host for the table. Returns false when the device
+    /// has no such path; the op layer then builds the table on the host and calls
+    /// `index_gather`.
+    fn index_gather_table(&self, dst: &Tensor, src: &Tensor, walk: &Walk, table: &IndexTable) -> Result<bool> {
+        let _ = (dst, src, walk, table);
+        Ok(false)
+    }
+
+    /// `index_scatter` with the position table made on this device, as `index_gather_table`.
+    fn index_scatter_table(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &IndexTable, accumulate: bool) -> Result<bool> {
+        let _ = (dst, values, walk, table, accumulate);
+        Ok(false)
+    }
+}
+
+/// How a backend makes an advanced index's position table (`Walk::positions`) on its device.
+/// Position `p` runs row-major over `replacement`; its pair is `(a, b)` where one side is the
+/// indexed tensor's offset `sum_j wrap(indices[j].0[p]) * indices[j].2` (`wrap(v)` is `v + size`
+/// for a negative `v`, `size = indices[j].1`; every value is already known to be in range) and
+/// the other the row-major side's offset `sum_d coord_d(p) * rows[d]`. `indices_in_a`: the
+/// indexed tensor is `a` (a scatter, `index_put_`) rather than `b` (a gather, `x[idx]`).
+/// Each index is an int64 tensor on the device with `replacement`'s shape (any strides, 0
+/// where broadcast).
+pub struct IndexTable {
+    pub replacement: Vec<usize>,
+    pub rows: Vec<isize>,
+    pub indices: Vec<(Tensor, usize, isize)>,
+    pub indices_in_a: bool,
 }
 
 /// torch's NotImplementedError for an op a backend does not have ("Could not run 'aten::sum'

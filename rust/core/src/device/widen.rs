@@ -390,6 +390,15 @@ impl Backend for Widen {
     fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
         self.0.masked_take(dst, src, first, ranks)
     }
+
+    // the index kernels move narrow elements as they are: pass through, as index_gather
+    fn index_gather_table(&self, dst: &Tensor, src: &Tensor, walk: &Walk, table: &super::IndexTable) -> Result<bool> {
+        self.0.index_gather_table(dst, src, walk, table)
+    }
+
+    fn index_scatter_table(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &super::IndexTable, accumulate: bool) -> Result<bool> {
+        self.0.index_scatter_table(dst, values, walk, table, accumulate)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

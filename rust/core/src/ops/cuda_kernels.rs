@@ -51,7 +51,7 @@ pub const NVRTC_OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
 /// The block size every kernel that combines across threads (reductions, softmax) requires.
 pub const REDUCE_THREADS: u32 = 256;
 
-/// Bytes per partial result of `mg_reduce_part` (one `mg::AccSlot`).
+/// Bytes per partial result of `mg_reduce_split` (one `mg::AccSlot`).
 pub const ACC_SLOT_BYTES: usize = 16;
 
 /// The C type of a dtype's elements in the kernels.
@@ -71,7 +71,7 @@ pub fn c_type(dtype: DType) -> &'static str {
     }
 }
 
-/// The split `mg_reduce_part` uses for an `(outer, red, inner)` reduction: 0 (one pass,
+/// The split `mg_reduce_split` uses for an `(outer, red, inner)` reduction: 0 (one pass,
 /// `mg_reduce`) when its work items (one per output row, or per 32-column tile) already number
 /// enough to fill a device, else the chunk length that gives about 1024 work items in all, at
 /// least 4096 elements of the reduced axis each. A function of the shape only, so results do not
@@ -138,7 +138,7 @@ const BINARY_KERNELS: &[&str] = &[
     "mg_binary_scalar<{O}, {T}, mg::{op}>",
     "mg_binary_scalar_contig<{O}, {T}, mg::{op}>",
 ];
-const REDUCE_KERNELS: &[&str] = &["mg_reduce<mg::{op}>", "mg_reduce_part<mg::{op}>", "mg_reduce_done<mg::{op}>"];
+const REDUCE_KERNELS: &[&str] = &["mg_reduce<mg::{op}>", "mg_reduce_split<mg::{op}>"];
 
 const UNARY: CudaSource = CudaSource {
     name: "unary",
@@ -284,6 +284,7 @@ const INDEX: CudaSource = CudaSource {
         Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: ALL, ops: &["false", "true"] },
         Family { kernels: &["mg_index_gather<{T}>"], types: NARROW, ops: &[""] },
         Family { kernels: &["mg_index_scatter<{T}, {op}>"], types: NARROW, ops: &["false", "true"] },
+        Family { kernels: &["mg_index_table_rows", "mg_index_table_add"], types: &[("", "")], ops: &[""] },
     ],
 };
 

@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, IndexTable, MaxGeometry, RandomDist, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -23,13 +23,14 @@ pub struct Cuda {
     pub(super) driver: Driver,
     functions: FunctionCache,
     counters: &'static Counters,
+    pub(super) scratch: super::scratch::Scratch,
 }
 
 impl Cuda {
     pub fn new(index: u32, driver: Driver) -> Result<Cuda> {
         let counters = counters(index)
             .ok_or_else(|| Error::Runtime(format!("minigrad: CUDA device ordinals above {} are not supported", super::memory::MAX_DEVICES - 1)))?;
-        Ok(Cuda { index, driver, functions: FunctionCache::default(), counters })
+        Ok(Cuda { index, driver, functions: FunctionCache::default(), counters, scratch: Default::default() })
     }
 
     /// Launches `name` with `params` over `n` elements (nothing to do when `n` is 0).
@@ -96,7 +97,7 @@ impl Cuda {
 }
 
 /// `(address of the first element, shape, strides in elements)` for the driver's cuBLAS calls.
-fn operand(t: &Tensor) -> (u64, Vec<usize>, Vec<isize>) {
+pub(super) fn operand(t: &Tensor) -> (u64, Vec<usize>, Vec<isize>) {
     (t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64, t.shape().to_vec(), t.strides().to_vec())
 }
 
@@ -333,8 +334,7 @@ impl Backend for Cuda {
     }
 
     fn matmul(&self, dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
-        let (a, b) = (self.resident(a)?, self.resident(b)?);
-        self.driver.matmul(dst.dtype().name(), operand(dst), operand(&a), operand(&b))
+        self.matmul_impl(dst, a, b)
     }
 
     fn conv2d(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
@@ -455,5 +455,13 @@ impl Backend for Cuda {
 
     fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
         self.masked_take_impl(dst, src, first, ranks)
+    }
+
+    fn index_gather_table(&self, dst: &Tensor, src: &Tensor, walk: &Walk, table: &IndexTable) -> Result<bool> {
+        self.index_gather_table_impl(dst, src, walk, table)
+    }
+
+    fn index_scatter_table(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &IndexTable, accumulate: bool) -> Result<bool> {
+        self.index_scatter_table_impl(dst, values, walk, table, accumulate)
     }
 }

@@ -79,10 +79,33 @@ impl Driver {
         })
     }
 
+    /// The handle of CuPy's current stream of this device in this thread (as a launch reads it).
+    pub fn current_stream(&self) -> Result<usize> {
+        Python::attach(|py| self.entries.current_stream(py).map_err(stash))
+    }
+
     /// `dst[B] = a[B] @ b[B]` through cuBLAS (CuPy's matmul): each operand as (address of its
     /// first element, shape, strides in elements); `dtype` is the dtype's name (`float32`, ...).
     pub fn matmul(&self, dtype: &str, dst: Strided, a: Strided, b: Strided) -> Result<()> {
         Python::attach(|py| self.obj.bind(py).call_method1("matmul", (dtype, dst, a, b)).map(drop).map_err(stash))
+    }
+}
+
+impl Driver {
+    /// One cuBLAS strided-batched GEMM (`gemm.rs`) with raw device pointers, on CuPy's current
+    /// stream and cuBLAS handle: `C[i] = op(A[i]) op(B[i])` for `i < batch`, alpha 1, beta 0.
+    pub fn gemm(&self, dtype: &str, c: &super::gemm::GemmCall) -> Result<()> {
+        let args = (
+            dtype,
+            c.trans_a,
+            c.trans_b,
+            (c.m, c.n, c.k),
+            (c.a, c.lda, c.stride_a),
+            (c.b, c.ldb, c.stride_b),
+            (c.c, c.ldc, c.stride_c),
+            c.batch,
+        );
+        Python::attach(|py| self.obj.bind(py).call_method1("gemm", args).map(drop).map_err(stash))
     }
 }
 

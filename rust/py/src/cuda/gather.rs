@@ -6,10 +6,11 @@
 use super::backend::Cuda;
 use super::kernels::ty;
 use super::launch::{Geometry, Operand, Params};
-use minigrad_core::device::{Backend, ScatterOp, Walk};
-use minigrad_core::dtype::Scalar;
+use minigrad_core::device::{Backend, IndexTable, ScatterOp, Walk};
+use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::copy::to_device_raw;
+use minigrad_core::shape::contiguous_strides;
 use minigrad_core::tensor::Tensor;
 
 fn too_many_dims() -> Error {
@@ -78,9 +79,51 @@ impl Cuda {
         to_device_raw(&Tensor::from_vec(flat, &[n])?, self.device())
     }
 
+    /// The position table made on this device (`Backend::index_*_table`): one launch for the
+    /// row-major side and one per index tensor (`index.cu`'s `mg_index_table_*`).
+    fn device_table(&self, t: &IndexTable) -> Result<Tensor> {
+        let npos: usize = t.replacement.iter().product();
+        let table = Tensor::empty_on(&[2 * npos], DType::Int64, self.device())?;
+        if npos == 0 {
+            return Ok(table);
+        }
+        let (rows_col, idx_col) = if t.indices_in_a { (1, 0) } else { (0, 1) };
+        let column = |col: usize| with_strides(&table, col, contiguous_strides(&t.replacement).iter().map(|s| 2 * s).collect());
+        // the row-major offsets: the second operand's strides give them (its memory is not read)
+        let g = Geometry::new(&t.replacement, vec![column(rows_col), with_strides(&table, 0, t.rows.clone())]);
+        if g.too_many_dims() {
+            return Err(too_many_dims());
+        }
+        let mut p = Params::new();
+        let (c, r) = (&g.operands[0], &g.operands[1]);
+        p.ptr(c.base).strides(c.offset, &c.strides).strides(0, &r.strides).shape(&g.shape).i64(g.numel as i64);
+        self.launch("mg_index_table_rows", g.numel, &mut p)?;
+        for (j, (idx, size, stride)) in t.indices.iter().enumerate() {
+            let idx = self.resident(idx)?;
+            let g = Geometry::new(&t.replacement, vec![column(idx_col), Operand::of(&idx, idx.strides().to_vec())]);
+            let mut p = Params::new();
+            let (c, i) = (&g.operands[0], &g.operands[1]);
+            p.ptr(c.base).strides(c.offset, &c.strides).ptr(i.base).strides(i.offset, &i.strides).shape(&g.shape);
+            p.i64(g.numel as i64).i64(*size as i64).i64(*stride as i64).i32(i32::from(j == 0));
+            self.launch("mg_index_table_add", g.numel, &mut p)?;
+        }
+        Ok(table)
+    }
+
     pub(super) fn index_gather_impl(&self, dst: &Tensor, src: &Tensor, walk: &Walk) -> Result<()> {
+        self.index_gather_with(dst, src, walk, walk.positions.len(), || self.positions(walk))
+    }
+
+    pub(super) fn index_gather_table_impl(&self, dst: &Tensor, src: &Tensor, walk: &Walk, table: &IndexTable) -> Result<bool> {
+        let npos = table.replacement.iter().product();
+        self.index_gather_with(dst, src, walk, npos, || self.device_table(table))?;
+        Ok(true)
+    }
+
+    /// The gather of `walk` with `npos` positions whose device table `pos` makes (only when
+    /// there is something to gather).
+    fn index_gather_with(&self, dst: &Tensor, src: &Tensor, walk: &Walk, npos: usize, pos: impl FnOnce() -> Result<Tensor>) -> Result<()> {
         let src = self.resident(src)?;
-        let npos = walk.positions.len();
         let mut shape: Vec<usize> = walk.outer.iter().map(|d| d.size).collect();
         let (mut sa, mut sb): (Vec<isize>, Vec<isize>) = walk.outer.iter().map(|d| (d.a, d.b)).unzip();
         let mut sp = vec![0isize; shape.len()];
@@ -97,7 +140,7 @@ impl Cuda {
         if shape.contains(&0) {
             return Ok(());
         }
-        let pos = self.positions(walk)?;
+        let pos = pos()?;
         let operands = vec![with_strides(dst, walk.a_offset as usize, sa), with_strides(&src, walk.b_offset as usize, sb), with_strides(&pos, 0, sp)];
         let g = Geometry::new(&shape, operands);
         if g.too_many_dims() {
@@ -111,16 +154,33 @@ impl Cuda {
     }
 
     pub(super) fn index_scatter_impl(&self, dst: &Tensor, values: &Tensor, walk: &Walk, accumulate: bool) -> Result<()> {
+        self.index_scatter_with(dst, values, walk, walk.positions.len(), || self.positions(walk), accumulate)
+    }
+
+    pub(super) fn index_scatter_table_impl(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &IndexTable, accumulate: bool) -> Result<bool> {
+        let npos = table.replacement.iter().product();
+        self.index_scatter_with(dst, values, walk, npos, || self.device_table(table), accumulate)?;
+        Ok(true)
+    }
+
+    fn index_scatter_with(
+        &self,
+        dst: &Tensor,
+        values: &Tensor,
+        walk: &Walk,
+        npos: usize,
+        pos: impl FnOnce() -> Result<Tensor>,
+        accumulate: bool,
+    ) -> Result<()> {
         // A wrapped number (a 0-d CPU tensor, every `b` stride 0) is read from a device copy.
         let (values, b_offset) = if values.device() == self.device() { (values.clone(), walk.b_offset) } else { (self.resident(values)?, 0) };
-        let npos = walk.positions.len();
         let dims = walk.outer.iter().chain(&walk.inner);
         let shape: Vec<usize> = dims.clone().map(|d| d.size).collect();
         let (sa, sb): (Vec<isize>, Vec<isize>) = dims.map(|d| (d.a, d.b)).unzip();
         if npos == 0 || shape.contains(&0) {
             return Ok(());
         }
-        let pos = self.positions(walk)?;
+        let pos = pos()?;
         let g = Geometry::new(&shape, vec![with_strides(dst, walk.a_offset as usize, sa), with_strides(&values, b_offset as usize, sb)]);
         if g.too_many_dims() {
             return Err(too_many_dims());

@@ -17,6 +17,8 @@ mod sortscan;
 mod sortlong;
 mod compact;
 mod entry;
+mod scratch;
+mod gemm;
 
 use crate::errors::to_py;
 use minigrad_core::device::{self, Device};

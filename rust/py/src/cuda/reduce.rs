@@ -2,7 +2,8 @@
 //! contiguous `(outer, red, inner)` tensor, so the operand is first brought to that form (as it
 //! is, when the reduced dims are one consecutive run of a contiguous tensor; otherwise as a
 //! contiguous copy with the kept dims first). Long reductions with few outputs take the split
-//! pass, in chunks fixed by the shape alone (`reduce_chunk`), so results never depend on timing.
+//! pass, in chunks fixed by the shape alone (`reduce_chunk`), so results never depend on timing;
+//! it is one launch (`mg_reduce_split`: the last block of each output combines its partials).
 
 use super::backend::Cuda;
 use super::kernels::ty;
@@ -39,7 +40,7 @@ struct ThreeAxes {
     inner: usize,
 }
 
-fn addr(t: &Tensor) -> u64 {
+pub(super) fn addr(t: &Tensor) -> u64 {
     t.storage.as_ptr() as u64 + (t.layout.offset * t.dtype().size()) as u64
 }
 
@@ -113,16 +114,15 @@ impl Cuda {
             p.ptr(out).ptr(values).ptr(input).i64(outer as i64).i64(red as i64).i64(inner as i64).ptr(aux).f64(p0).f64(p1);
             return self.launch_on(&format!("mg_reduce<{op}>"), grid, REDUCE_THREADS, items, &mut p);
         }
+        // the split pass, one launch: partial slots and ticket counters from this stream's scratch
         let nchunk = red.div_ceil(chunk);
-        let part = Tensor::empty_on(&[outer * nchunk * inner * ACC_SLOT_BYTES], DType::Bool, self.device())?;
+        let tiles = if inner == 1 { 1 } else { inner.div_ceil(32) };
+        let scratch = self.scratch.get(&self.driver, outer * tiles, outer * nchunk * inner, ACC_SLOT_BYTES)?;
         let (grid, items) = Self::reduce_grid(outer, nchunk, inner);
         let mut p = Params::new();
-        p.ptr(addr(&part)).ptr(input).i64(outer as i64).i64(red as i64).i64(inner as i64).i64(chunk as i64).ptr(aux).f64(p0);
-        self.launch_on(&format!("mg_reduce_part<{op}>"), grid, REDUCE_THREADS, items, &mut p)?;
-        let (grid, items) = Self::reduce_grid(outer, 1, inner);
-        let mut p = Params::new();
-        p.ptr(out).ptr(values).ptr(addr(&part)).i64(outer as i64).i64(nchunk as i64).i64(inner as i64).ptr(aux).f64(p0).f64(p1);
-        self.launch_on(&format!("mg_reduce_done<{op}>"), grid, REDUCE_THREADS, items, &mut p)
+        p.ptr(out).ptr(values).ptr(scratch.slots()).ptr(scratch.tickets()).ptr(input);
+        p.i64(outer as i64).i64(red as i64).i64(inner as i64).i64(chunk as i64).ptr(aux).f64(p0).f64(p1);
+        self.launch_on(&format!("mg_reduce_split<{op}>"), grid, REDUCE_THREADS, items, &mut p)
     }
 
     pub(super) fn reduce_impl(&self, op: Reduction, values: Option<&Tensor>, indices: Option<&Tensor>, src: &Tensor, dims: &[usize]) -> Result<()> {

@@ -17,6 +17,17 @@
 //     `npos` positions in order: a[as + pos[2p]] = b[bs + pos[2p + 1]] (`+=` when ACC; integers
 //     wrap, bool is `or`).
 //
+//   mg_index_table_rows(long long* table, MgStrides ts, MgStrides rs, MgShape shape, long long n)
+//   mg_index_table_add(long long* table, MgStrides ts, const long long* idx, MgStrides is,
+//                      MgShape shape, long long n, long long size, long long stride, int first)
+//     The position table made on the device (Backend::index_*_table), one thread per position
+//     p of `shape` (the index tensors' broadcast shape): `ts` walks the table's column (offset 0
+//     or 1, strides twice the row-major ones). rows writes the row-major side's offset, which is
+//     p's offset under `rs` (no memory is read through rs); add adds one index's term,
+//     wrap(idx[is(p)]) * stride (a negative value counts from `size`), to the other column,
+//     overwriting it when `first`. The op layer has checked every value, so nothing here can be
+//     out of range. Summing the terms in index order gives the host table's offsets exactly.
+//
 // Determinism: positions may repeat (x[[0, 0]] += ...), and one thread applies every update of
 // the elements it owns in position order, so the last write wins and sums add in order, as on
 // the CPU: no atomics, the same bits every run. The cost: a scatter with no outer or inner dims
@@ -47,5 +58,20 @@ __global__ void mg_index_scatter(T* a, MgStrides as, const T* b, MgStrides bs, M
         *d = v;
       }
     }
+  });
+}
+
+__global__ void mg_index_table_rows(long long* table, MgStrides ts, MgStrides rs, MgShape shape, long long n) {
+  const MgStrides* const s[2] = {&ts, &rs};
+  mg::for_each_strided<2>(n, shape, s, [&](const long long (&off)[2]) { table[off[0]] = off[1]; });
+}
+
+__global__ void mg_index_table_add(long long* table, MgStrides ts, const long long* idx, MgStrides is, MgShape shape,
+                                   long long n, long long size, long long stride, int first) {
+  const MgStrides* const s[2] = {&ts, &is};
+  mg::for_each_strided<2>(n, shape, s, [&](const long long (&off)[2]) {
+    long long v = idx[off[1]];
+    if (v < 0) v += size;
+    table[off[0]] = (first ? 0 : table[off[0]]) + v * stride;
   });
 }

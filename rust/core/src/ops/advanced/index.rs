@@ -35,19 +35,27 @@ pub fn index_raw(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     if out.numel() == 0 {
         return Ok(out);
     }
-    let targets = info.source_offsets(&it.perm)?;
     let r = info.replacement.len();
     let mut w = Walk { a_offset: 0, b_offset: info.src.offset as isize, ..Default::default() };
     for (d, &size) in shape[..info.before].iter().enumerate() {
         w.outer.push(Dim { size, a: out.strides()[d], b: info.src.strides[d] });
     }
     let repl_out = &out.strides()[info.before..info.before + r];
-    w.positions = row_major_offsets(&info.replacement, repl_out).into_iter().zip(targets).collect();
     let after = info.before + info.indexed.len();
     for (i, d) in (info.before + r..shape.len()).enumerate() {
         w.inner.push(Dim { size: shape[d], a: out.strides()[d], b: info.src.strides[after + i] });
     }
-    crate::device::backend_for(&[&out, x])?.index_gather(&out, x, &w)?;
+    let backend = crate::device::backend_for(&[&out, x])?;
+    if !x.device().is_cpu() {
+        // only the integer indices are read here (torch's errors); the table is made on the device
+        info.check_integer_indices(&it.perm)?;
+        if backend.index_gather_table(&out, x, &w, &info.table(repl_out, false))? {
+            return Ok(out);
+        }
+    }
+    let targets = info.source_offsets(&it.perm)?;
+    w.positions = row_major_offsets(&info.replacement, repl_out).into_iter().zip(targets).collect();
+    backend.index_gather(&out, x, &w)?;
     Ok(out)
 }
 

@@ -46,7 +46,17 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
     operands.extend(info.index_operands(&shape));
     let it = iter_layout(&shape, &operands);
     // Every index is checked before anything is written (torch may write a prefix first).
-    let targets = if shape.iter().product::<usize>() == 0 { vec![] } else { info.source_offsets(&it.perm)? };
+    // On a device only the integer indices are read here and the table is made there.
+    let on_device = !x.device().is_cpu();
+    let empty = shape.iter().product::<usize>() == 0;
+    let targets = if empty {
+        vec![]
+    } else if on_device {
+        info.check_integer_indices(&it.perm)?;
+        vec![]
+    } else {
+        info.source_offsets(&it.perm)?
+    };
     write(x, &[values], |reads| {
         let (v, alias) = &reads[0];
         // Values that are the destination's own elements are read from a copy.
@@ -57,13 +67,18 @@ pub fn index_put_inplace_raw(x: &Tensor, indices: &[Option<Tensor>], values: &Te
         for (d, &size) in shape[..info.before].iter().enumerate() {
             w.outer.push(Dim { size, a: info.src.strides[d], b: vs[d] });
         }
-        let repl_values = row_major_offsets(&info.replacement, &vs[info.before..info.before + r]);
-        w.positions = targets.iter().copied().zip(repl_values).collect();
         let after = info.before + info.indexed.len();
         for (i, d) in (info.before + r..shape.len()).enumerate() {
             w.inner.push(Dim { size: shape[d], a: info.src.strides[after + i], b: vs[d] });
         }
-        crate::device::backend_for(&[x, &v])?.index_scatter(x, &v, &w, accumulate)?;
+        let backend = crate::device::backend_for(&[x, &v])?;
+        let repl_vs = &vs[info.before..info.before + r];
+        if on_device && !empty && backend.index_scatter_table(x, &v, &w, &info.table(repl_vs, true), accumulate)? {
+            return Ok(());
+        }
+        let targets = if on_device && !empty { info.source_offsets(&it.perm)? } else { targets.clone() };
+        w.positions = targets.iter().copied().zip(row_major_offsets(&info.replacement, repl_vs)).collect();
+        backend.index_scatter(x, &v, &w, accumulate)?;
         Ok(())
     })
 }

@@ -32,6 +32,8 @@ pub(super) struct Info {
     pub(super) replacement: Vec<usize>,
     /// The int64 index tensors, broadcast to `replacement`.
     pub(super) indices: Vec<Tensor>,
+    /// Which of `indices` are a mask's `nonzero()` columns (in range by construction).
+    pub(super) from_mask: Vec<bool>,
 }
 
 impl Info {
@@ -44,9 +46,11 @@ impl Info {
         // torch takes index tensors on the CPU for a tensor on another device: they move.
         let indices: Vec<Option<Tensor>> =
             indices.iter().map(|t| t.as_ref().map(|t| to_device_raw(t, x.device())).transpose()).collect::<Result<_>>()?;
-        let mut list = broadcast_indices(expand_masks(&x.layout, &indices)?)?;
+        let (list, mut masked) = expand_masks(&x.layout, &indices)?;
+        let mut list = broadcast_indices(list)?;
         let ndim = x.ndim();
         list.resize(ndim.max(list.len()), None);
+        masked.resize(list.len(), false);
         let mut src = x.layout.clone();
         if !adjacent(&list) {
             // Indexed dims first, in order, then the rest (torch's transposeToFront).
@@ -55,12 +59,15 @@ impl Info {
                 (0..ndim).filter(|&d| list[d].is_some()).chain((0..ndim).filter(|&d| list[d].is_none())).collect();
             src = src.permute(&order.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
             list = order.iter().map(|&d| list[d].clone()).collect();
+            masked = order.iter().map(|&d| masked[d]).collect();
         }
         let before = list.iter().position(Option::is_some).unwrap_or(list.len());
         let mut indexed = Vec::new();
         let mut ints = Vec::new();
+        let mut from_mask = Vec::new();
         for (d, t) in list.iter().enumerate() {
             if let Some(t) = t {
+                from_mask.push(masked[d]);
                 // A mask followed by more indices can name dims x does not have.
                 let w = wrap_dim(d as i64, ndim)?;
                 indexed.push((src.shape[w], src.strides[w]));
@@ -72,7 +79,18 @@ impl Info {
         if indexed.iter().any(|&(s, _)| s == 0) && !replacement.contains(&0) {
             return Err(Error::Index("index is out of bounds for dimension with size 0".into()));
         }
-        Ok(Info { src, before, indexed, replacement, indices: ints })
+        Ok(Info { src, before, indexed, replacement, indices: ints, from_mask })
+    }
+
+    /// The position table's recipe for a device (`Backend::index_*_table`): `rows` are the
+    /// strides of the row-major side over `replacement`.
+    pub(super) fn table(&self, rows: &[isize], indices_in_a: bool) -> crate::device::IndexTable {
+        crate::device::IndexTable {
+            replacement: self.replacement.clone(),
+            rows: rows.to_vec(),
+            indices: self.indices.iter().zip(&self.indexed).map(|(t, &(size, stride))| (t.clone(), size, stride)).collect(),
+            indices_in_a,
+        }
     }
 
     pub(super) fn result_shape(&self) -> Vec<usize> {
@@ -118,6 +136,7 @@ impl Info {
         };
         let all_ok = values.iter().enumerate().all(|(j, vs)| vs.iter().all(|&v| in_range(j, v)));
         if !all_ok {
+            let values: Vec<Option<Vec<i64>>> = values.into_iter().map(Some).collect();
             return Err(self.first_out_of_range(&values, perm));
         }
         let n: usize = self.replacement.iter().product();
@@ -132,8 +151,30 @@ impl Info {
         Ok(offsets)
     }
 
-    /// The error torch's kernel raises: positions in its iteration order, dims in order.
-    fn first_out_of_range(&self, values: &[Vec<i64>], perm: &[usize]) -> Error {
+    /// Checks the integer indices as `source_offsets` does (torch's error for the first
+    /// out-of-range one), reading only them on the host: a mask's columns are in range by
+    /// construction and stay where they are (for `IndexTable`).
+    pub(super) fn check_integer_indices(&self, perm: &[usize]) -> Result<()> {
+        let values: Vec<Option<Vec<i64>>> = self
+            .indices
+            .iter()
+            .zip(&self.from_mask)
+            .map(|(t, &m)| if m { Ok(None) } else { t.to_vec::<i64>().map(Some) })
+            .collect::<Result<_>>()?;
+        let in_range = |j: usize, v: i64| {
+            let size = self.indexed[j].0 as i64;
+            v >= -size && v < size
+        };
+        let all_ok = values.iter().enumerate().all(|(j, vs)| vs.iter().flatten().all(|&v| in_range(j, v)));
+        if all_ok {
+            return Ok(());
+        }
+        Err(self.first_out_of_range(&values, perm))
+    }
+
+    /// The error torch's kernel raises: positions in its iteration order, dims in order (a
+    /// `None` entry, a mask's column, is never out of range).
+    fn first_out_of_range(&self, values: &[Option<Vec<i64>>], perm: &[usize]) -> Error {
         let r = self.replacement.len();
         let rm = contiguous_strides(&self.replacement);
         // Replacement dims from outermost to innermost as the iterator walks them.
@@ -143,6 +184,7 @@ impl Info {
         loop {
             let p: isize = order.iter().map(|&d| coord[d] as isize * rm[d]).sum();
             for (j, vs) in values.iter().enumerate() {
+                let Some(vs) = vs else { continue };
                 let v = vs[p as usize];
                 let size = self.indexed[j].0 as i64;
                 if !(v >= -size && v < size) {
@@ -169,8 +211,10 @@ impl Info {
 
 /// Replaces each bool mask by the index tensors of its nonzero coordinates (torch's
 /// `expandTensors`), checking the mask against the dims it covers.
-fn expand_masks(x: &Layout, indices: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+/// Also says which entries are such columns.
+fn expand_masks(x: &Layout, indices: &[Option<Tensor>]) -> Result<(Vec<Option<Tensor>>, Vec<bool>)> {
     let mut out: Vec<Option<Tensor>> = Vec::with_capacity(indices.len());
+    let mut masked = Vec::with_capacity(indices.len());
     for idx in indices {
         match idx {
             Some(mask) if mask.dtype() == DType::Bool => {
@@ -178,12 +222,16 @@ fn expand_masks(x: &Layout, indices: &[Option<Tensor>]) -> Result<Vec<Option<Ten
                 let nz = nonzero(mask)?;
                 for j in 0..mask.ndim() {
                     out.push(Some(nz.view_as_layout(nz.layout.select(1, j as i64)?)));
+                    masked.push(true);
                 }
             }
-            other => out.push(other.clone()),
+            other => {
+                out.push(other.clone());
+                masked.push(false);
+            }
         }
     }
-    Ok(out)
+    Ok((out, masked))
 }
 
 /// A mask must match the sizes of the dims it covers, starting at `first`.

@@ -13,13 +13,13 @@
 //   mg_reduce<Op>(Op::out_t* out, Op::in_t* values, const Op::in_t* in, long long outer,
 //                 long long red, long long inner, const double* aux, double p0, double p1)
 //       one pass: out[o * inner + j] for each (o, j)
-//   mg_reduce_part<Op>(mg::AccSlot* part, const Op::in_t* in, long long outer, long long red,
-//                      long long inner, long long chunk, const double* aux, double p0)
-//       split pass: the reduced axis in chunks of `chunk`; part is (outer, nchunk, inner) slots,
-//       nchunk = ceil(red / chunk), 16 bytes each
-//   mg_reduce_done<Op>(Op::out_t* out, Op::in_t* values, const mg::AccSlot* part, long long outer,
-//                      long long nchunk, long long inner, const double* aux, double p0, double p1)
-//       combines the chunks' partials and writes the results
+//   mg_reduce_split<Op>(Op::out_t* out, Op::in_t* values, mg::AccSlot* part, unsigned int* tickets,
+//                       const Op::in_t* in, long long outer, long long red, long long inner,
+//                       long long chunk, const double* aux, double p0, double p1)
+//       the split pass in one launch: the reduced axis in chunks of `chunk`; part is (outer,
+//       nchunk, inner) slots of 16 bytes, nchunk = ceil(red / chunk); tickets is one counter per
+//       output item (outer x ceil(inner / 32) when inner > 1, else outer), zero before the
+//       launch and zero again after it; the last block of each item combines its slots in order
 //   mg_reduce_warp<Op>(Op::out_t* out, Op::in_t* values, const Op::in_t* in, long long rows,
 //                      long long red, const double* aux, double p0, double p1)
 //       short rows (inner == 1, red <= 1024): one warp per row, lane l folds elements l, l + 32,
@@ -283,56 +283,75 @@ __device__ __forceinline__ A fold_range(A a, long long r, long long hi, long lon
   return a;
 }
 
-// The loop every reduce kernel runs. Work items are (outer index, chunk, column tile); a block
-// takes them in a grid-stride loop, so every block sees the same sequence of barriers.
-//  - inner == 1 (rows): the block's 256 threads stride along the chunk, then block_reduce.
+// One work item: output row o (inner == 1) or the 32-column tile `tile` of row o (inner > 1),
+// over reduced indices [lo, hi). The block's threads all call it (it has barriers).
+//  - inner == 1 (rows): the block's 256 threads stride along [lo, hi), then block_reduce.
 //  - inner > 1 (columns): 32 adjacent columns x 8 row lanes, so a warp reads 32 consecutive
 //    elements; the 8 lanes of a column are combined in order through shared memory.
-// fetch(idx) reads element idx; fold(a, v, r, aux_o) folds it in (r: its reduced index); emit(o, c,
-// a) gets output o's result for chunk c.
+// fetch(idx) reads element idx; fold(a, v, r, aux_o) folds it in (r: its reduced index); emit(o', a)
+// gets the result of output o' (o, or o * inner + j).
 template <class Op, class A, class Fetch, class Fold, class Emit>
-__device__ __forceinline__ void reduce_loop(long long outer, long long red, long long inner, long long chunk,
-                                            const double* aux, Fetch fetch, Fold fold, Emit emit) {
-  if (blockDim.x != MG_REDUCE_THREADS) __trap();
-  const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
-  const long long span = nchunk == 1 ? red : chunk;
+__device__ __forceinline__ void reduce_item(long long o, long long tile, long long red, long long inner, long long lo,
+                                            long long hi, const double* aux, Fetch fetch, Fold fold, Emit emit) {
   const int tid = threadIdx.x;
   if (inner == 1) {
-    const long long items = outer * nchunk;
-    for (long long w = blockIdx.x; w < items; w += gridDim.x) {
-      const long long o = w / nchunk, c = w - o * nchunk;
-      const long long lo = c * span, hi = lo + span < red ? lo + span : red;
-      const double aux_o = aux ? aux[o] : 0.0;
-      A a = Op::init();
-      a = fold_range(a, lo + tid, hi, MG_REDUCE_THREADS, o * red + lo + tid, MG_REDUCE_THREADS, aux_o, fetch, fold);
-      a = block_reduce<Op>(a);
-      if (tid == 0) emit(o, c, a);
-    }
+    const double aux_o = aux ? aux[o] : 0.0;
+    A a = Op::init();
+    a = fold_range(a, lo + tid, hi, MG_REDUCE_THREADS, o * red + lo + tid, MG_REDUCE_THREADS, aux_o, fetch, fold);
+    a = block_reduce<Op>(a);
+    if (tid == 0) emit(o, a);
     return;
   }
   __shared__ A cols[MG_REDUCE_THREADS / 32][32];
   const int tx = tid & 31, ty = tid >> 5;
-  const long long tiles = (inner + 31) / 32;
-  const long long items = outer * nchunk * tiles;
-  for (long long w = blockIdx.x; w < items; w += gridDim.x) {
-    const long long tile = w % tiles, oc = w / tiles;
-    const long long o = oc / nchunk, c = oc - o * nchunk;
-    const long long j = tile * 32 + tx;
-    const long long lo = c * span, hi = lo + span < red ? lo + span : red;
-    A a = Op::init();
-    if (j < inner) {
-      const double aux_o = aux ? aux[o * inner + j] : 0.0;
-      const int step = MG_REDUCE_THREADS / 32;
-      a = fold_range(a, lo + ty, hi, step, (o * red + lo + ty) * inner + j, step * inner, aux_o, fetch, fold);
-    }
-    cols[ty][tx] = a;
-    __syncthreads();
-    if (ty == 0 && j < inner) {
+  const long long j = tile * 32 + tx;
+  A a = Op::init();
+  if (j < inner) {
+    const double aux_o = aux ? aux[o * inner + j] : 0.0;
+    const int step = MG_REDUCE_THREADS / 32;
+    a = fold_range(a, lo + ty, hi, step, (o * red + lo + ty) * inner + j, step * inner, aux_o, fetch, fold);
+  }
+  cols[ty][tx] = a;
+  __syncthreads();
+  if (ty == 0 && j < inner) {
 #pragma unroll
-      for (int k = 1; k < MG_REDUCE_THREADS / 32; ++k) a = Op::merge(a, cols[k][tx]);
-      emit(o * inner + j, c, a);
-    }
-    __syncthreads();
+    for (int k = 1; k < MG_REDUCE_THREADS / 32; ++k) a = Op::merge(a, cols[k][tx]);
+    emit(o * inner + j, a);
+  }
+  __syncthreads();
+}
+
+// The work items of an (outer, red, inner) reduction cut in chunks of `chunk` (0: none):
+// (outer index, chunk, column tile), numbered so that a grid-stride loop over them gives every
+// block the same sequence of barriers. Returns the count; `item` decodes one.
+struct Items {
+  long long nchunk, span, tiles;
+  __device__ __forceinline__ Items(long long red, long long inner, long long chunk) {
+    nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
+    span = nchunk == 1 ? red : chunk;
+    tiles = inner == 1 ? 1 : (inner + 31) / 32;
+  }
+  __device__ __forceinline__ void item(long long w, long long& o, long long& c, long long& tile) const {
+    tile = w % tiles;
+    const long long oc = w / tiles;
+    o = oc / nchunk;
+    c = oc - o * nchunk;
+  }
+};
+
+// The loop of the one-pass kernels: work items in a grid-stride loop, each reduce_item'd.
+// emit(o', c, a) gets output o''s result for chunk c.
+template <class Op, class A, class Fetch, class Fold, class Emit>
+__device__ __forceinline__ void reduce_loop(long long outer, long long red, long long inner, long long chunk,
+                                            const double* aux, Fetch fetch, Fold fold, Emit emit) {
+  if (blockDim.x != MG_REDUCE_THREADS) __trap();
+  const Items it(red, inner, chunk);
+  const long long items = outer * it.nchunk * it.tiles;
+  for (long long w = blockIdx.x; w < items; w += gridDim.x) {
+    long long o, c, tile;
+    it.item(w, o, c, tile);
+    const long long lo = c * it.span, hi = lo + it.span < red ? lo + it.span : red;
+    reduce_item<Op, A>(o, tile, red, inner, lo, hi, aux, fetch, fold, [&](long long oo, A a) { emit(oo, c, a); });
   }
 }
 
@@ -341,6 +360,18 @@ template <class A> __device__ __forceinline__ void store_slot(AccSlot* p, A a) {
   *reinterpret_cast<A*>(p) = a;
 }
 template <class A> __device__ __forceinline__ A load_slot(const AccSlot* p) { return *reinterpret_cast<const A*>(p); }
+// A slot another block wrote during this launch: read through volatile (from L2, never a stale
+// L1 line), as two 8-byte words.
+template <class A> __device__ __forceinline__ A load_slot_fresh(const AccSlot* p) {
+  const volatile long long* q = reinterpret_cast<const volatile long long*>(p);
+  union {
+    long long w[2];
+    A a;
+  } u;
+  u.w[0] = q[0];
+  u.w[1] = q[1];
+  return u.a;
+}
 
 }  // namespace mg
 
@@ -354,29 +385,46 @@ __global__ void mg_reduce(typename Op::out_t* out, typename Op::in_t* values, co
       [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
 }
 
+// The split pass in one launch. Work item (o, c, tile) reduces chunk c of its outputs into the
+// slots part[(o * nchunk + c) * inner + j]; then the block draws a ticket of its output item
+// (o, tile) (atomicInc wraps the counter back to 0 after the last ticket, so the counters are
+// zero again when the kernel ends). The block that draws the last one combines the item's
+// nchunk slots in slot order, with the very tree of a one-pass reduction over nchunk elements,
+// and writes the result. The ticket decides only WHICH block combines, never the order, so the
+// result does not depend on timing or on the grid. Nothing waits for another block.
 template <class Op>
-__global__ void mg_reduce_part(mg::AccSlot* part, const typename Op::in_t* in, long long outer, long long red,
-                               long long inner, long long chunk, const double* aux, double p0) {
+__global__ void mg_reduce_split(typename Op::out_t* out, typename Op::in_t* values, mg::AccSlot* part,
+                                unsigned int* tickets, const typename Op::in_t* in, long long outer, long long red,
+                                long long inner, long long chunk, const double* aux, double p0, double p1) {
   typedef typename Op::acc_t A;
-  const long long nchunk = chunk > 0 && red > chunk ? (red + chunk - 1) / chunk : 1;
-  mg::reduce_loop<Op, A>(
-      outer, red, inner, chunk, aux, [&](long long idx) { return in[idx]; },
-      [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
-      [&](long long o, long long c, A a) {
-        const long long oo = o / inner, j = o - oo * inner;
-        mg::store_slot(part + (oo * nchunk + c) * inner + j, a);
-      });
-}
-
-template <class Op>
-__global__ void mg_reduce_done(typename Op::out_t* out, typename Op::in_t* values, const mg::AccSlot* part,
-                               long long outer, long long nchunk, long long inner, const double* aux, double p0,
-                               double p1) {
-  typedef typename Op::acc_t A;
-  mg::reduce_loop<Op, A>(
-      outer, nchunk, inner, 0, nullptr, [&](long long idx) { return mg::load_slot<A>(part + idx); },
-      [&](A a, A b, long long, double) { return Op::merge(a, b); },
-      [&](long long o, long long, A a) { Op::write(out, values, o, a, aux ? aux[o] : 0.0, p0, p1); });
+  if (blockDim.x != MG_REDUCE_THREADS) __trap();
+  const mg::Items it(red, inner, chunk);
+  const long long nchunk = it.nchunk, items = outer * nchunk * it.tiles;
+  __shared__ bool last;
+  for (long long w = blockIdx.x; w < items; w += gridDim.x) {
+    long long o, c, tile;
+    it.item(w, o, c, tile);
+    const long long lo = c * it.span, hi = lo + it.span < red ? lo + it.span : red;
+    mg::reduce_item<Op, A>(
+        o, tile, red, inner, lo, hi, aux, [&](long long idx) { return in[idx]; },
+        [&](A a, typename Op::in_t x, long long r, double aux_o) { return Op::step(a, x, r, aux_o, p0); },
+        [&](long long oo, A a) {
+          const long long j = oo - (oo / inner) * inner;
+          mg::store_slot(part + (o * nchunk + c) * inner + j, a);
+        });
+    __threadfence();  // this block's slots are visible device-wide before its ticket is drawn
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicInc(tickets + o * it.tiles + tile, (unsigned int)(nchunk - 1)) == nchunk - 1;
+    __syncthreads();
+    if (last) {  // the same for every thread of the block
+      __threadfence();
+      mg::reduce_item<Op, A>(
+          o, tile, nchunk, inner, 0, nchunk, nullptr, [&](long long idx) { return mg::load_slot_fresh<A>(part + idx); },
+          [&](A a, A b, long long, double) { return Op::merge(a, b); },
+          [&](long long oo, A a) { Op::write(out, values, oo, a, aux ? aux[oo] : 0.0, p0, p1); });
+    }
+    __syncthreads();  // `last` is read by every thread before the next item sets it
+  }
 }
 
 template <class Op>
