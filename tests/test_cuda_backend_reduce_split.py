@@ -9,7 +9,6 @@ counters live in per-stream scratch memory that must be zero after every launch:
 reduction on the same stream (and one on another stream) must still be right.
 """
 
-import contextlib
 import os
 
 import pytest
@@ -17,6 +16,7 @@ import torch
 
 import minigrad as mg
 from cuda_host.backend import REAL_GPU, back, cuda_device, on, same  # noqa: F401  (cuda_device: autouse fixture)
+from cuda_host.harness import shuffled_blocks
 
 LONG = 3 * 4096 + 77  # past 2 * 4096: reduce_chunk splits it
 
@@ -28,18 +28,6 @@ def _exact(shape, dtype, seed=0):
     v = torch.randint(-400, 401, shape, generator=g, dtype=torch.int64)
     return (v.double() / 64).to(dtype) if dtype.is_floating_point else (v // 16).to(dtype)
 
-
-@contextlib.contextmanager
-def shuffled_blocks(seed):
-    old = os.environ.get("MG_HOST_BLOCK_ORDER")
-    os.environ["MG_HOST_BLOCK_ORDER"] = str(seed)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MG_HOST_BLOCK_ORDER"]
-        else:
-            os.environ["MG_HOST_BLOCK_ORDER"] = old
 
 
 def _bits(t):

@@ -19,7 +19,6 @@ bit. Where a formula rounds on the way (var, logsumexp, p-norms, softmax in doub
 a bound of a few ulps, stated with each. Rows of NaN, +-inf and ties check torch's rules.
 """
 
-import contextlib
 import ctypes
 import math
 import os
@@ -30,6 +29,7 @@ import torch
 
 from cuda_host import harness as H
 from cuda_host.checks import assert_close, assert_same, host_build, instances, libm, op_name, parse, rng_for
+from cuda_host.harness import shuffled_blocks
 
 THREADS = 256  # MG_REDUCE_THREADS
 ROWS, COLS = (5, 300, 1), (2, 70, 45)  # inner == 1; inner > 1 with a partial second tile
@@ -187,19 +187,6 @@ def each_layout_plain(host, inst, x_for, out_t, vals_t=False, p0_for=None, aux_f
                 assert_same(vals2, vals, f"{inst} {shape}: the block that combined changed the values")
         yield f"{shape} chunk {chunk}", x, out, vals
 
-
-@contextlib.contextmanager
-def shuffled_blocks(seed):
-    """The shim runs each launch's blocks in a permutation of `seed` (tests/cuda_host/shim.h)."""
-    old = os.environ.get("MG_HOST_BLOCK_ORDER")
-    os.environ["MG_HOST_BLOCK_ORDER"] = seed
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MG_HOST_BLOCK_ORDER"]
-        else:
-            os.environ["MG_HOST_BLOCK_ORDER"] = old
 
 
 # ----- amax/amin, argmax/argmin with values, all/any -----

@@ -2,6 +2,7 @@
 through ctypes, packing parameters as cuLaunchKernel receives them: one pointer per parameter,
 pointing at its value laid out as the kernel ABI says (docs/gpu.md)."""
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -227,3 +228,17 @@ def contiguous_strides(shape):
         out.append(acc)
         acc *= max(s, 1)
     return list(reversed(out))
+
+
+@contextlib.contextmanager
+def shuffled_blocks(seed):
+    """The shim runs each launch's blocks in a permutation of `seed` (tests/cuda_host/shim.h)."""
+    old = os.environ.get("MG_HOST_BLOCK_ORDER")
+    os.environ["MG_HOST_BLOCK_ORDER"] = str(seed)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MG_HOST_BLOCK_ORDER"]
+        else:
+            os.environ["MG_HOST_BLOCK_ORDER"] = old
