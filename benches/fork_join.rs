@@ -67,4 +67,10 @@ fn main() {
         let share = 100.0 * off as f64 / all.max(1) as f64;
         println!("relu_ {n:>9}: split {split:8.2}  one thread {alone:8.2}  (split: {share:.0}% of pieces run by a helper)");
     }
+    // The reductions' driver, `for_tasks`: from outside the pools it hands its ranges to the same
+    // spinning helpers (before 2026-11-27 it woke pool workers through a rayon scope).
+    let tasks = time(rounds, loops, || minigrad_kernels::parallel::for_tasks(32, true, |t| {
+        std::hint::black_box(t);
+    }));
+    println!("for_tasks alone (32 empty tasks)      {tasks:8.2}");
 }

@@ -189,6 +189,16 @@ pub fn for_tasks(tasks: usize, parallel: bool, f: impl Fn(usize) + Sync + Send) 
             }
         }
     };
+    // From outside the pools (the Python thread): one contiguous range of tasks per participant,
+    // handed to `for_split`'s helpers, which spin between calls (hand_off.rs): back-to-back
+    // reductions then wake no sleeping worker (the scope below: 3-7 us a call).
+    if rayon::current_thread_index().is_none() {
+        let per = tasks.div_ceil(p);
+        let range = |s: usize, e: usize| (s..e).for_each(&f);
+        if hand_off::split(tasks, per, tasks.div_ceil(per), p - 1, &range) {
+            return;
+        }
+    }
     rayon::in_place_scope(|s| {
         let work = &work;
         for i in 1..p {
@@ -278,6 +288,26 @@ mod task_tests {
     fn a_panicking_task_reaches_the_caller() {
         let r = std::panic::catch_unwind(|| pool(2).install(|| for_tasks(16, true, |t| assert!(t != 11, "task 11"))));
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn from_outside_the_pools_every_task_runs_once_and_in_order() {
+        // A thread of no pool (the Python thread's case): the ranges go to the hand-off's helpers
+        // on the global pool (or, while another test holds the slot, to the scope).
+        assert!(rayon::current_thread_index().is_none());
+        for round in 0..200 {
+            for tasks in [1, 2, 3, 7, 64, 1001] {
+                let runs: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+                for_tasks(tasks, true, |t| {
+                    runs[t].fetch_add(1, Ordering::Relaxed);
+                });
+                assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "round {round} tasks {tasks}");
+            }
+            assert_eq!(map_tasks(777, true, 0usize, |t| t * 3), (0..777).map(|t| t * 3).collect::<Vec<_>>());
+        }
+        let r = std::panic::catch_unwind(|| for_tasks(16, true, |t| assert!(t != 11, "task 11")));
+        assert!(r.is_err());
+        assert_eq!(map_tasks(5, true, 0, |t| t + 1), vec![1, 2, 3, 4, 5], "the slot is free again");
     }
 }
 

@@ -22,6 +22,12 @@
 /// quiet two-thread bench of 2026-11-27 read the 1e5 cases at 2.2-5.5x torch split, against
 /// 1.2-1.8x serial the night before: the fork-join and a sleeping worker's wake-up cost more
 /// than half of 5 us. Back at 2^17, where 1e5 runs on the calling thread.
+/// Re-swept 2026-11-27 after `for_tasks` moved to the hand-off's spinning helpers (two threads,
+/// under `chrt -f 50` on the loaded 2-core VM, load ~13; rows of 1000, serial / split, us):
+/// sum 5e4 3.26/4.70, 8e4 4.30/5.88, 1e5 5.14/5.84, 1.28e5 6.42/6.29, 1.6e5 7.54/6.85;
+/// sum_dim-1 1e5 5.79/6.11, 1.28e5 7.13/6.94; sum_dim0 1e5 7.17/7.25, 1.28e5 8.78/7.80: the split
+/// still costs ~2.5-3 us here, so sums break even near 1.1e5 and 2^17 stays (2^15 or 2^16
+/// would split the 5e4-1e5 sums, 10-45% slower). Rowwise outer reducers: `PAR_MIN_ROWWISE`.
 pub(crate) const PAR_MIN_REDUCE: usize = 1 << 17;
 
 mod geometry;

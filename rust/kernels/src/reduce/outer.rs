@@ -19,9 +19,8 @@
 use super::geometry::{red_runs, Geometry, Kept};
 use super::Reducer;
 use super::PAR_MIN_REDUCE;
-use crate::parallel::{for_split, SendPtr, GRAIN};
+use crate::parallel::{for_split, for_tasks, SendPtr, GRAIN};
 use crate::simd;
-use rayon::prelude::*;
 
 /// `len` input rows (`stride` apart from element offset `run`) folded into a block of
 /// accumulators, one per consecutive output along the kept dim (`kstride` apart in the input).
@@ -94,6 +93,13 @@ const FROM_MEMORY: usize = 1 << 22;
 /// With this many outputs the column ranges are long (8 KiB of float32 per row and thread at two
 /// threads) and the rows are never cut: the partials would be as large as the output.
 const MANY_OUTPUTS: usize = 4096;
+/// Input elements from which a reducer that folds its rows one at a time here (every reducer
+/// but sum and prod, `Reducer::SWEEP4` false: max/min, norms, all/any, about 1.5x a sum's time
+/// per element) splits over threads; sums keep `PAR_MIN_REDUCE`. Swept 2026-11-27 (two threads,
+/// `chrt -f 50`, loaded 2-core VM; amax over dim 0 of (rows, 1000), serial / split, us): 5e4
+/// 6.06/7.13, 6.4e4 6.92/7.60, 8e4 9.73/8.40, 1e5 10.76/9.20, 1.28e5 13.40/10.34. Which rows
+/// are cut (`row_chunk`) still follows `PAR_MIN_REDUCE`: the split never changes a result here.
+const PAR_MIN_ROWWISE: usize = 1 << 16;
 /// Most row chunks of one reduction (their partials are kept until the ordered merge).
 const MAX_ROW_CHUNKS: usize = 256;
 
@@ -116,7 +122,8 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
     let m = kd.size;
     let n = g.red_numel;
     let total = g.out_numel.saturating_mul(n);
-    let parallel = total >= PAR_MIN_REDUCE && rayon::current_num_threads() > 1;
+    let min = if R::SWEEP4 { PAR_MIN_REDUCE } else { PAR_MIN_ROWWISE };
+    let parallel = total >= min && rayon::current_num_threads() > 1;
 
     // Offsets of the rest dims for rest index q: (input, output).
     let rest_offsets = |mut q: usize| {
@@ -184,9 +191,14 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
         });
         accs
     };
-    let parts: Vec<Vec<R::Acc>> =
-        if parallel { (0..n_rc).into_par_iter().map(part).collect() } else { (0..n_rc).map(part).collect() };
-    let mut it = parts.into_iter();
+    // Each chunk's partials in its own slot (`for_tasks`: from the Python thread, the spinning
+    // helpers rather than a rayon job the caller sleeps on).
+    let slots: Vec<std::sync::OnceLock<Vec<R::Acc>>> = (0..n_rc).map(|_| std::sync::OnceLock::new()).collect();
+    for_tasks(n_rc, parallel, |c| {
+        let _ = slots[c].set(part(c));
+    });
+    let parts = slots.into_iter().map(|s| s.into_inner().unwrap_or_default());
+    let mut it = parts;
     let Some(mut accs) = it.next() else { return };
     for p in it {
         for (a, b) in accs.iter_mut().zip(p) {

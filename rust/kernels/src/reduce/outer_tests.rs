@@ -2,7 +2,7 @@
 //! both splits (whole columns per thread; fixed row chunks for few outputs), every reducer that
 //! runs through it, special values and strided layouts.
 
-use super::{row_chunk, FROM_MEMORY, MANY_OUTPUTS, ROW_SPLIT_BELOW};
+use super::{row_chunk, FROM_MEMORY, MANY_OUTPUTS, PAR_MIN_ROWWISE, ROW_SPLIT_BELOW};
 use crate::element::Element;
 use crate::parallel::SendPtr;
 use crate::reduce::{reduce, Reducer, PAR_MIN_REDUCE};
@@ -78,6 +78,8 @@ fn layouts() -> Vec<(usize, Vec<usize>, Vec<isize>, usize, Vec<bool>)> {
         (4500 * 1000, vec![4500, 1000], vec![1000, 1], 0, vec![true, false]),
         // more than BLOCK columns, rows below the split threshold
         (3 * 2500, vec![3, 2500], vec![2500, 1], 0, vec![true, false]),
+        // between PAR_MIN_ROWWISE and PAR_MIN_REDUCE: max/min/norms split the columns, sums not
+        (100 * 1000, vec![100, 1000], vec![1000, 1], 0, vec![true, false]),
     ]
 }
 
@@ -104,6 +106,7 @@ fn every_layout_takes_the_outer_shape_and_a_known_split() {
     assert!(row_chunk(MANY_OUTPUTS - 1, FROM_MEMORY) < FROM_MEMORY);
     assert_eq!(row_chunk(10, PAR_MIN_REDUCE / 10 - 1), PAR_MIN_REDUCE / 10 - 1);
     assert!(row_chunk(10, 1 << 20) < 1 << 20);
+    assert!(PAR_MIN_ROWWISE <= 100 * 1000 && 100 * 1000 < PAR_MIN_REDUCE, "the (100, 1000) layout");
 }
 
 #[test]

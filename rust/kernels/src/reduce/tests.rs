@@ -200,6 +200,9 @@ fn reduce_timing() {
             // SAFETY: as above.
             time("t2 sum -1", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[false, true]) });
             time("t2 sum 0", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[true, false]) });
+            time("t2 sum all", &mut || unsafe { reduce(SumProd::<f32, f32, false>::new(o, None), &[rows, 1000], src(), &[true, true]) });
+            time("t2 norm -1", &mut || unsafe { reduce(crate::reducers::Norm::<f32, f32, { crate::reducers::norm_kind::TWO }>::new(o, 2.0), &[rows, 1000], src(), &[false, true]) });
+            time("t2 amax 0", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[true, false]) });
             time("t2 amax -1", &mut || unsafe { reduce(Extreme::<f32, true> { out: SendPtr(o) }, &[rows, 1000], src(), &[false, true]) });
             let mut y = vec![0f32; rows * 1000];
             // SAFETY: x and y hold rows x 1000 elements.
