@@ -13,7 +13,7 @@
 
 use super::iter::Plan;
 use super::parallel::{for_split, split_threshold, SendPtr};
-use super::simd::{self, Body};
+use super::simd::{self, aligned_head, Body};
 use super::Arg;
 use crate::element::Element;
 
@@ -31,8 +31,12 @@ impl<S: Copy, D, F: Fn(S) -> D> Body for Map<'_, S, D, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        for (o, &x) in self.dst.iter_mut().zip(self.src) {
-            *o = (self.f)(x);
+        let h = aligned_head(self.dst);
+        let ((d0, d1), (s0, s1)) = (self.dst.split_at_mut(h), self.src.split_at(h));
+        for (dst, src) in [(d0, s0), (d1, s1)] {
+            for (o, &x) in dst.iter_mut().zip(src) {
+                *o = (self.f)(x);
+            }
         }
     }
 }
@@ -46,8 +50,12 @@ impl<T: Copy, F: Fn(T) -> T> Body for MapInPlace<'_, T, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        for x in self.xs.iter_mut() {
-            *x = (self.f)(*x);
+        let h = aligned_head(self.xs);
+        let (x0, x1) = self.xs.split_at_mut(h);
+        for xs in [x0, x1] {
+            for x in xs.iter_mut() {
+                *x = (self.f)(*x);
+            }
         }
     }
 }
@@ -63,14 +71,21 @@ impl<A: Copy, B: Copy, D, F: Fn(A, B) -> D> Body for Zip<'_, A, B, D, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        if self.b.len() == 1 && self.dst.len() != 1 {
+        let h = aligned_head(self.dst);
+        let ((d0, d1), (a0, a1)) = (self.dst.split_at_mut(h), self.a.split_at(h));
+        if self.b.len() == 1 && d0.len() + d1.len() != 1 {
             let y = self.b[0];
-            for (o, &x) in self.dst.iter_mut().zip(self.a) {
-                *o = (self.f)(x, y);
+            for (dst, a) in [(d0, a0), (d1, a1)] {
+                for (o, &x) in dst.iter_mut().zip(a) {
+                    *o = (self.f)(x, y);
+                }
             }
         } else {
-            for ((o, &x), &y) in self.dst.iter_mut().zip(self.a).zip(self.b) {
-                *o = (self.f)(x, y);
+            let (b0, b1) = self.b.split_at(h);
+            for ((dst, a), b) in [(d0, a0), (d1, a1)].into_iter().zip([b0, b1]) {
+                for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+                    *o = (self.f)(x, y);
+                }
             }
         }
     }
@@ -86,14 +101,21 @@ impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipInPlace<'_, T, B, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        if self.b.len() == 1 && self.dst.len() != 1 {
+        let h = aligned_head(self.dst);
+        let (d0, d1) = self.dst.split_at_mut(h);
+        if self.b.len() == 1 && d0.len() + d1.len() != 1 {
             let y = self.b[0];
-            for x in self.dst.iter_mut() {
-                *x = (self.f)(*x, y);
+            for dst in [d0, d1] {
+                for x in dst.iter_mut() {
+                    *x = (self.f)(*x, y);
+                }
             }
         } else {
-            for (x, &y) in self.dst.iter_mut().zip(self.b) {
-                *x = (self.f)(*x, y);
+            let (b0, b1) = self.b.split_at(h);
+            for (dst, b) in [(d0, b0), (d1, b1)] {
+                for (x, &y) in dst.iter_mut().zip(b) {
+                    *x = (self.f)(*x, y);
+                }
             }
         }
     }

@@ -38,6 +38,12 @@ pub fn elementwise_split(cost: usize) -> (usize, usize) {
 /// elementwise --threads 2 --compare torch`, the two builds one after the other): at 2^17
 /// instead of 2^18, 1e5 elements relu 10.3 -> 7.7 us, relu_ 6.6 -> 4.2, add_ 10.9 -> 7.9,
 /// mul_ 10.5 -> 8.0, add_row_ 9.1 -> 7.6 (torch 4.6-6.5); 1e4 and the 1e6 cases unchanged.
+/// Swept again 2026-11-27 (h-gelu3; busy machine, load 9-10, `chrt -f 50`, two threads, two
+/// rounds, the value read from the environment in a throwaway build): 2^15 / 2^16 / 2^17, us,
+/// relu_ 1e5 5.65,5.43 / 5.15,5.35 / 4.44,4.41; add_ 1e5 6.29,7.25 / 6.01,6.21 / 6.10,6.13;
+/// mul_ 1e5 6.00,6.73 / 6.05,6.25 / 5.82,5.96; add_row_ 1e5 5.37,5.86 / 5.15,5.43 / 4.79,5.12;
+/// relu, add, mul, add_row 1e5 and gelu 1e4/1e5 within noise of each other. 2^17 kept (1e4
+/// cases do not split at any of the three).
 pub const PAR_SPLIT_MIN: usize = 1 << 17;
 
 /// Pieces per thread in [`for_split`]: one each (the caller's spinning wait makes more, smaller

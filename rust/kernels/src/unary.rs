@@ -42,7 +42,8 @@ impl MathOp {
     /// Time per element relative to a copy-like op (relu_), measured here on AVX-512 (float32,
     /// in cache: relu_ 0.087 ns, exp 0.35, log 0.43, sigmoid 0.56, silu 0.57, tanh 0.61, gelu
     /// 0.90, gelu tanh 1.25; gelu re-measured 2026-11-27 after its one-check rework, one
-    /// thread, `simd::timing_probe`: 0.52 ns, so 6; silu as x / (1 + e^-x): 0.25 ns, so 3):
+    /// thread, `simd::timing_probe`: 0.52 ns, so 6, and 0.47 after its rational first piece,
+    /// 5.4, left at 6; silu as x / (1 + e^-x): 0.25 ns, so 3):
     /// costlier ops go parallel at
     /// proportionally smaller sizes (`parallel::elementwise_split`).
     pub fn cost(self) -> usize {
