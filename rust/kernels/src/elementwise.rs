@@ -211,6 +211,11 @@ pub unsafe fn map<S: Element, D: Element>(shape: &[usize], dst: Arg<D>, src: Arg
             // SAFETY: contiguous runs inside their storages; dst does not overlap src (contract).
             let (dv, sv) = (std::slice::from_raw_parts_mut(d, len), std::slice::from_raw_parts(s, len));
             wide(len, Map { dst: dv, src: sv, f: &f });
+        } else if st == [1, 0] {
+            // A broadcast source (stride 0: `expand`ed scalars and columns): one value fills
+            // the run, a vectorised store instead of a strided loop (issue 13, 3x torch before).
+            // SAFETY: a contiguous run of dst inside its storage; s is one readable element.
+            std::slice::from_raw_parts_mut(d, len).fill(f(*s));
         } else {
             for i in 0..len as isize {
                 *d.offset(i * st[0]) = f(*s.offset(i * st[1]));

@@ -22,6 +22,9 @@ thread_local! {
 
 #[pyfunction]
 pub fn _set_classes(py: Python<'_>, tensor: Bound<'_, PyType>, size: Bound<'_, PyType>) -> PyResult<()> {
+    if !tensor.is_subclass_of::<TensorBase>()? {
+        return Err(type_err("_set_classes: the tensor class must subclass TensorBase"));
+    }
     let _ = TENSOR_CLASS.set(py, tensor.unbind());
     let _ = SIZE_CLASS.set(py, size.unbind());
     Ok(())
@@ -64,12 +67,47 @@ pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
 }
 
 /// A new Python object of class `cls` (a TensorBase subclass) for a core tensor not yet wrapped.
+///
+/// `minigrad.Tensor` defines neither `__new__` nor `__init__`, so calling the class would only
+/// run `TensorBase.__new__` (argument parsing, PENDING) and `object.__init__`. The object is
+/// made the way that `__new__` makes it instead, by pyo3's own `tp_new` helper (about a tenth
+/// of a one-element `x + y`'s cost; issue 13). pyo3 keeps that helper public for the code its
+/// macros generate; if a pyo3 upgrade changes it, this is the one place to adapt.
 fn wrap_as(t: Tensor, cls: &Bound<'_, PyType>) -> PyResult<Py<PyAny>> {
     let meta = t.meta.clone();
+    if plain_new(cls) {
+        let init = pyo3::PyClassInitializer::from(TensorBase { t, self_addr: 0 });
+        // SAFETY: `cls` is the registered `minigrad.Tensor`, a subclass of TensorBase (checked
+        // at registration), which is what `tp_new_impl` requires of its type argument.
+        let ptr = unsafe { pyo3::impl_::pymethods::tp_new_impl::<_, TensorBase>(cls.py(), init, cls.as_ptr() as *mut pyo3::ffi::PyTypeObject)? };
+        // SAFETY: a new, owned reference to the object just made.
+        let obj = unsafe { Bound::from_owned_ptr(cls.py(), ptr) };
+        adopt(&obj, &meta);
+        return Ok(obj.unbind());
+    }
     PENDING.with(|p| *p.borrow_mut() = Some(t));
     let obj = cls.call0()?;
     adopt(&obj, &meta);
     Ok(obj.unbind())
+}
+
+/// Whether making an object of `cls` runs nothing but TensorBase's `__new__` and object's
+/// `__init__` (no subclass defines either), so `wrap_as` may make it directly.
+fn plain_new(cls: &Bound<'_, PyType>) -> bool {
+    let py = cls.py();
+    let Some(tensor) = TENSOR_CLASS.get(py) else { return false };
+    if cls.as_ptr() != tensor.as_ptr() {
+        return false;
+    }
+    let base = py.get_type::<TensorBase>();
+    // SAFETY: both are live type objects (held by `cls`, the registered class, and pyo3).
+    unsafe {
+        let (tp, bp) = (cls.as_ptr() as *mut pyo3::ffi::PyTypeObject, base.as_ptr() as *mut pyo3::ffi::PyTypeObject);
+        // (slots compared as addresses: the inherited slot is the very same pointer)
+        let addr = |f: Option<*const ()>| f.map_or(0, |f| f as usize);
+        addr((*tp).tp_new.map(|f| f as *const ())) == addr((*bp).tp_new.map(|f| f as *const ()))
+            && addr((*tp).tp_init.map(|f| f as *const ())) == addr(pyo3::ffi::PyBaseObject_Type.tp_init.map(|f| f as *const ()))
+    }
 }
 
 /// Records `obj` as the one Python object of its core tensor (see `wrap`).

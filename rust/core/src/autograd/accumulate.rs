@@ -2,7 +2,7 @@
 //! (in place after the first time, R49).
 
 use super::mode;
-use super::node::{Backward, InputMeta, Node};
+use super::node::{Backward, Body, Edges, InputMeta, Node};
 use crate::error::Result;
 use crate::ops::for_autograd::{self as ops, is_non_overlapping_and_dense};
 use crate::tensor::Tensor;
@@ -19,8 +19,8 @@ pub fn grad_accumulator(t: &Tensor) -> Arc<Node> {
         return n;
     }
     // Built without holding the lock (anomaly mode may call into Python while building).
-    let inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(t.shape()), dtype: t.dtype() }];
-    let node = Node::new_accumulate(inputs, Box::new(AccumulateGrad { variable: t.clone() }));
+    let inputs = InputMeta { shape: minigrad_base::layout::Dims::from_slice(t.shape()), dtype: t.dtype() };
+    let node = Node::new_accumulate(inputs, AccumulateGrad { variable: t.clone() });
     let mut m = t.meta.lock();
     match m.grad_accumulator.upgrade() {
         Some(n) => n,
@@ -103,7 +103,7 @@ fn clone_like(g: &Tensor, variable: &Tensor) -> crate::error::Result<Tensor> {
 impl Node {
     /// AccumulateGrad nodes sort last in creation order so the engine runs them as soon as
     /// they are ready (torch gives them the largest sequence number).
-    pub fn new_accumulate(inputs: Vec<InputMeta>, body: Box<dyn Backward>) -> Arc<Node> {
-        Node::with_seq("AccumulateGrad", Vec::new(), inputs, 1, body, u64::MAX)
+    pub fn new_accumulate(input: InputMeta, body: AccumulateGrad) -> Arc<Node> {
+        Node::with_seq("AccumulateGrad", Edges::new(), smallvec::smallvec![input], 1, Body::Accumulate(body), u64::MAX)
     }
 }

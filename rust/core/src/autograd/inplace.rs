@@ -12,7 +12,7 @@
 
 use super::meta::CreationMeta;
 use super::mode;
-use super::node::{Backward, FnBackward, Formula, InputMeta, Node};
+use super::node::{Backward, Body, FnBackward, Formula, InputMeta, Node};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
@@ -161,7 +161,7 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
     });
     let inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(base.shape()), dtype: base.dtype() }];
     let body = FnBackward { saved: Vec::new(), values: Vec::new(), formula };
-    Ok(Node::new("AsStridedBackward0", vec![edge], inputs, 1, Box::new(body)))
+    Ok(Node::new("AsStridedBackward0", vec![edge], inputs, 1, Body::Fn(body)))
 }
 
 /// torch's CopySlices: the base's gradient passes through unchanged outside the view; inside,
@@ -179,7 +179,7 @@ impl CopySlices {
         let mut inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(base.shape()), dtype: base.dtype() }];
         inputs.extend(func.inputs.iter().skip(1).cloned());
         let body = CopySlices { base: base.fresh_handle(), view: view.layout.clone(), func: Some(func) };
-        Ok(Node::new("torch::autograd::CopySlices", next, inputs, 1, Box::new(body)))
+        Ok(Node::new("torch::autograd::CopySlices", next, inputs, 1, Body::boxed(body)))
     }
 }
 

@@ -13,6 +13,7 @@ use crate::tensor::Tensor;
 use std::any::Any;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use smallvec::SmallVec;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Where one gradient goes: input slot `input_nr` of `node` (None: an input that needs none).
@@ -49,6 +50,47 @@ pub type NodePreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option
 pub struct InputMeta {
     pub shape: minigrad_base::layout::Dims,
     pub dtype: DType,
+}
+
+/// A node's edges and input metas, inline for the common one- and two-input ops (recording a
+/// binary op then allocates no vector: issue 13, per-op overhead).
+pub type Edges = SmallVec<[Edge; 2]>;
+pub type InputMetas = SmallVec<[InputMeta; 2]>;
+
+/// A node's backward, stored in the node itself for the two kinds nearly every graph is made
+/// of (recorded ops and leaf accumulators) and boxed for the rest; it reads as a
+/// `dyn Backward` either way.
+pub enum Body {
+    Fn(FnBackward),
+    Accumulate(super::accumulate::AccumulateGrad),
+    Boxed(Box<dyn Backward>),
+}
+
+impl Body {
+    pub fn boxed(b: impl Backward + 'static) -> Body {
+        Body::Boxed(Box::new(b))
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = dyn Backward;
+    fn deref(&self) -> &(dyn Backward + 'static) {
+        match self {
+            Body::Fn(b) => b,
+            Body::Accumulate(b) => b,
+            Body::Boxed(b) => &**b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Body {
+    fn deref_mut(&mut self) -> &mut (dyn Backward + 'static) {
+        match self {
+            Body::Fn(b) => b,
+            Body::Accumulate(b) => b,
+            Body::Boxed(b) => &mut **b,
+        }
+    }
 }
 
 /// The backward of one node.
@@ -90,11 +132,11 @@ pub struct Node {
     pub name: Cow<'static, str>,
     /// Creation order: the engine runs later nodes first when several are ready.
     pub seq: u64,
-    pub next: Vec<Edge>,
-    pub inputs: Vec<InputMeta>,
+    pub next: Edges,
+    pub inputs: InputMetas,
     /// How many outputs the forward had (gradient slots this node receives).
     pub num_outputs: usize,
-    body: Mutex<Box<dyn Backward>>,
+    body: Mutex<Body>,
     /// Tensor hooks registered on this node's outputs: (output_nr, id, hook).
     pub tensor_hooks: Mutex<Vec<(usize, u64, super::node::Hook)>>,
     /// Tensors that asked `retain_grad()` while this node was their grad_fn.
@@ -108,17 +150,17 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(name: impl Into<Cow<'static, str>>, next: Vec<Edge>, inputs: Vec<InputMeta>, num_outputs: usize, body: Box<dyn Backward>) -> Arc<Node> {
+    pub fn new(name: impl Into<Cow<'static, str>>, next: impl Into<Edges>, inputs: impl Into<InputMetas>, num_outputs: usize, body: Body) -> Arc<Node> {
         Node::with_seq(name, next, inputs, num_outputs, body, NEXT_SEQ.fetch_add(1, Ordering::Relaxed))
     }
 
-    pub fn with_seq(name: impl Into<Cow<'static, str>>, next: Vec<Edge>, inputs: Vec<InputMeta>, num_outputs: usize, body: Box<dyn Backward>, seq: u64) -> Arc<Node> {
+    pub fn with_seq(name: impl Into<Cow<'static, str>>, next: impl Into<Edges>, inputs: impl Into<InputMetas>, num_outputs: usize, body: Body, seq: u64) -> Arc<Node> {
         let trace = if super::mode::is_anomaly_enabled() { Some(super::mode::current_trace()) } else { None };
         Arc::new(Node {
             name: name.into(),
             seq,
-            next,
-            inputs,
+            next: next.into(),
+            inputs: inputs.into(),
             num_outputs,
             body: Mutex::new(body),
             tensor_hooks: Mutex::new(Vec::new()),
@@ -130,7 +172,7 @@ impl Node {
         })
     }
 
-    pub fn body(&self) -> MutexGuard<'_, Box<dyn Backward>> {
+    pub fn body(&self) -> MutexGuard<'_, Body> {
         self.body.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -9,15 +9,15 @@
 use super::inplace;
 use super::meta::CreationMeta;
 use super::mode;
-use super::node::{Edge, FnBackward, Formula, InputMeta, Node};
+use super::node::{Body, Edge, Edges, FnBackward, Formula, InputMeta, InputMetas, Node};
 use super::saved::{PackedTensor, SavedTensor};
 use crate::error::Result;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 
 pub struct Recorder {
-    edges: Vec<Edge>,
-    inputs: Vec<InputMeta>,
+    edges: Edges,
+    inputs: InputMetas,
     saved: Vec<(&'static str, SavedTensor)>,
     values: Vec<(&'static str, String)>,
     /// Saved tensors waiting for the active pack hook (index into `saved`): see `pack_saved`.
@@ -63,7 +63,7 @@ impl Recorder {
                 Some(t) if t.requires_grad() => t.gradient_edge(),
                 _ => Ok(Edge::none()),
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Edges>>()?;
         Ok(Some(Recorder { edges, inputs: inputs.iter().map(|t| input_meta(*t)).collect(), saved: Vec::new(), values: Vec::new(), to_pack: Vec::new() }))
     }
 
@@ -76,7 +76,7 @@ impl Recorder {
         if !record {
             return Ok(None);
         }
-        let mut all: Vec<Option<&Tensor>> = vec![Some(self_)];
+        let mut all: smallvec::SmallVec<[Option<&Tensor>; 4]> = smallvec::smallvec![Some(self_)];
         all.extend_from_slice(operands);
         Recorder::new(&all)
     }
@@ -133,7 +133,7 @@ impl Recorder {
 
     fn node(self, name: &'static str, num_outputs: usize, formula: Formula) -> (Arc<Node>, Vec<(usize, Tensor)>) {
         let body = FnBackward { saved: self.saved, values: self.values, formula };
-        let node = Node::new(name, self.edges, self.inputs, num_outputs, Box::new(body));
+        let node = Node::new(name, self.edges, self.inputs, num_outputs, Body::Fn(body));
         node.body().link_producer(&node);
         (node, self.to_pack)
     }

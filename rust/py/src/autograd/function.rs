@@ -4,7 +4,7 @@ use crate::convert::wrap;
 use crate::errors::to_py;
 use crate::tensor::TensorBase;
 use minigrad_core::autograd::meta::CreationMeta;
-use minigrad_core::autograd::node::{Backward, Edge, InputMeta, Node};
+use minigrad_core::autograd::node::{Backward, Body, Edge, InputMeta, Node};
 use minigrad_core::autograd::saved::{PackedTensor, SavedTensor};
 use minigrad_core::autograd::mode;
 use minigrad_core::Tensor;
@@ -138,7 +138,7 @@ pub(super) fn _record_function(
             saved.push(("saved", st));
         }
         let body = PyFunctionBody { ctx: ctx.clone().into_any().unbind(), saved, released: false };
-        let node = Node::new(name, edges, metas, final_outs.len(), Box::new(body));
+        let node = Node::new(name, edges, metas, final_outs.len(), Body::boxed(body));
         node.body().link_producer(&node);
         node.py_object.store(ctx.as_ptr() as usize, std::sync::atomic::Ordering::Release);
         ctx.borrow_mut().link = NodeLink::Weak(Arc::downgrade(&node));
