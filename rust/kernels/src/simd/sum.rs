@@ -116,21 +116,11 @@ fn block<S: Simd, F: SumFn, const NV: usize, const STORE: bool>(s: S, f: F, xs: 
     let tail = &xs[full..];
     let t = tail.len();
     if t > 0 && F::ZERO_AT_ZERO && !STORE {
-        // The partial chunk: whole vectors through plain loads, the one partial vector through a
-        // zero-filling load, and the vectors past the run skipped (they would add f(0) = +0.0, and
-        // a lane, started at +0.0, is never -0.0, so adding it changes no bit). pulp's partial
-        // load is an indirect jump into a table of loads and back, on AVX-512: one per vector
-        // cost rows of 1000 elements (tail 40: four of them) several ns a row. (The loop stays
-        // over constant `j`: a runtime index into `acc` would keep the accumulators in memory.)
+        // The partial chunk through zero-filling loads: the lanes past the run add f(0) = 0.
         let w = S::F32_LANES;
         for j in 0..NV {
-            let lo = j * w;
-            if lo + w <= t {
-                let (v, _) = S::as_simd_f32s(&tail[lo..lo + w]);
-                acc[j] = s.add_f32s(acc[j], ap(s, f, v[0]));
-            } else if lo < t {
-                acc[j] = s.add_f32s(acc[j], ap(s, f, s.partial_load_f32s(&tail[lo..t])));
-            }
+            let lo = (j * w).min(t);
+            acc[j] = s.add_f32s(acc[j], ap(s, f, s.partial_load_f32s(&tail[lo..(lo + w).min(t)])));
         }
     } else if t > 0 {
         // The partial chunk: f over a padded copy, the lanes past the run set to zero.
