@@ -220,11 +220,14 @@ pub(super) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> 
 /// f32, compared bit for bit.
 #[test]
 fn bitwise_identical_on_one_and_two_threads() {
-    let g = geo(32, 16, 12, 12, 24, [3, 3], [1, 1], [1, 1], [1, 1], 1);
+    // 8 images: each product still several times `GEMM_PAR_WORK` and the unfold above the
+    // copies' threshold (32 images took 6 s of an unoptimised test run).
+    let g = geo(8, 16, 12, 12, 24, [3, 3], [1, 1], [1, 1], [1, 1], 1);
     let x: Vec<f32> = seq(g.n * g.c_in * g.h * g.w, 0.2).iter().map(|&v| v as f32 * 0.37).collect();
     let wt: Vec<f32> = seq(g.c_out * g.c_in * 9, 0.4).iter().map(|&v| v as f32 * 0.11).collect();
     let gy: Vec<f32> = seq(g.n * g.c_out * g.oh * g.ow, 0.6).iter().map(|&v| v as f32 * 0.23).collect();
-    assert!(g.c_out * g.n * g.oh * g.ow * g.c_in * 9 >= GEMM_PAR_WORK);
+    assert!(g.c_out * g.n * g.oh * g.ow * g.c_in * 9 >= 4 * GEMM_PAR_WORK && g.c_in * 9 * g.n * g.oh * g.ow >= COPY_PAR_ELEMS);
+    assert!(g.n % 5 != 0, "the weight gradient's chunks of 5 images must be uneven");
     let run = |threads| {
         in_pool(threads, || {
             let mut out = vec![0f32; gy.len()];
