@@ -66,3 +66,37 @@ def test_module_train_step_matches_torch():
         res.append((xt.grad, bn.weight.grad, bn.bias.grad, bn.running_mean, bn.running_var))
     for a, e in zip(*res):
         assert_same(a, e, **TOL["float32"])
+
+
+_THREADS_SCRIPT = r"""
+import sys
+import numpy as np
+import minigrad as mg
+import minigrad.nn.functional as MF
+rng = np.random.default_rng(5)
+outs = []
+# below and above the kernels' parallel threshold (2^15 elements), odd row lengths, both dtypes
+for shape in ((4, 3, 5, 7), (64, 16, 8, 8), (8, 5, 33, 31)):
+    for dt in (np.float32, np.float64):
+        x = mg.tensor(rng.standard_normal(shape).astype(dt), requires_grad=True)
+        w = mg.tensor(rng.standard_normal(shape[1]).astype(dt), requires_grad=True)
+        b = mg.tensor(rng.standard_normal(shape[1]).astype(dt), requires_grad=True)
+        rm, rv = mg.zeros(shape[1], dtype=x.dtype), mg.ones(shape[1], dtype=x.dtype)
+        y = MF.batch_norm(x, rm, rv, w, b, training=True)
+        y.backward(mg.tensor(rng.standard_normal(shape).astype(dt)))
+        outs += [y, x.grad, w.grad, b.grad, rm, rv]
+sys.stdout.write("".join(np.asarray(o.detach().numpy()).tobytes().hex() for o in outs))
+"""
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outs = []
+    for threads in ("1", "2", "3", "4"):
+        env = dict(os.environ, RAYON_NUM_THREADS=threads, PYTHONPATH=os.path.join(root, "python"))
+        run = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], env=env, capture_output=True, text=True, check=True)
+        outs.append(run.stdout)
+    assert outs[0] and all(o == outs[0] for o in outs[1:])

@@ -432,3 +432,6 @@ fn deep_gemm<T: ConvElem>(m: usize, n: usize, k: usize, acc: &mut [T], a: Mat<T>
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod timing_probe;

@@ -2,6 +2,11 @@
 //! in place of a float64 copy of the whole input, statistics and sums accumulate in double in a
 //! fixed order per channel (so results do not depend on the thread count), and each output is
 //! computed in double and rounded once.
+//!
+//! The loops run under `simd::run` (wide registers: the eight f64 sums are one AVX-512 register,
+//! the per-element formulas vectorise), which changes no bit: there is no FMA contraction and
+//! no reassociation, only the same operations on more lanes at once. Small tensors, or one
+//! thread, stay on the calling thread (see `parallel`).
 
 use crate::dtype::DType;
 use crate::element::Element;
@@ -9,10 +14,50 @@ use crate::error::Result;
 use crate::ops::conv::{fresh, read};
 use crate::ops::copy::contiguous_raw;
 use crate::tensor::Tensor;
-use rayon::prelude::*;
+use crate::kernels::{parallel, simd};
 
 /// Element count below which the loops stay on one thread.
 const PAR_MIN: usize = 1 << 15;
+
+/// Whether the loops over `len` elements are split over rayon's threads: only for large tensors
+/// and more than one thread. Otherwise they run on the calling thread; handing even a single job
+/// to rayon's pool from the Python thread (outside the pool: `par_iter`) blocks the caller until a
+/// worker wakes: in the bench's conv net forward (one thread, 64x16x8x8) the batch norm after the
+/// stem conv cost ~250 µs more inside the network than alone, the worker asleep after the conv.
+fn parallel(len: usize) -> bool {
+    len >= PAR_MIN && rayon::current_num_threads() > 1
+}
+
+/// `f(ch)` for every channel, in channel order; split over threads when `par` through
+/// `parallel::map_tasks` (the caller works too, no rayon hand-off).
+fn per_channel<R: Copy + Default + Send + Sync>(c: usize, par: bool, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    if par {
+        parallel::map_tasks(c, true, R::default(), |ch| simd::run(|| f(ch)))
+    } else {
+        simd::run(|| (0..c).map(&f).collect())
+    }
+}
+
+/// Elements of the rows one task of `per_row` takes (whole rows, at least one).
+const ROWS_TASK: usize = 1 << 12;
+
+/// `f(row, dst)` for every `s`-element row of `out`; split over threads when `par`, each task a
+/// run of rows (`ROWS_TASK` elements).
+fn per_row<T: Element>(out: &mut [T], s: usize, par: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if !par {
+        simd::run(|| out.chunks_mut(s).enumerate().for_each(|(row, dst)| f(row, dst)));
+        return;
+    }
+    let (rows, per) = (out.len() / s, (ROWS_TASK / s).max(1));
+    let at = parallel::SendPtr(out.as_mut_ptr());
+    parallel::for_tasks(rows.div_ceil(per), true, |t| {
+        let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
+        // SAFETY: task t writes rows lo..hi of `out` (inside it: hi <= rows), disjoint from every
+        // other task's; `out` is borrowed mutably for the whole call.
+        let run = unsafe { std::slice::from_raw_parts_mut(at.get().add(lo * s), (hi - lo) * s) };
+        simd::run(|| run.chunks_mut(s).enumerate().for_each(|(i, dst)| f(lo + i, dst)));
+    });
+}
 
 /// (n, c, s): batch, channels, elements per channel and image.
 fn dims(x: &Tensor) -> (usize, usize, usize) {
@@ -57,6 +102,7 @@ impl Acc {
 
 /// Per channel: (mean, sum of squared deviations), two passes in double, images then
 /// positions in order.
+#[inline(always)]
 fn stats<T: Element>(xs: &[T], (n, c, s): (usize, usize, usize), ch: usize) -> (f64, f64) {
     let rows = || (0..n).map(move |i| &xs[(i * c + ch) * s..(i * c + ch + 1) * s]);
     let mut sum = Acc::default();
@@ -68,8 +114,7 @@ fn stats<T: Element>(xs: &[T], (n, c, s): (usize, usize, usize), ch: usize) -> (
 }
 
 fn channel_stats_t<T: Element>(xs: &[T], d: (usize, usize, usize)) -> Vec<(f64, f64)> {
-    let min_len = if xs.len() < PAR_MIN { d.1.max(1) } else { 1 };
-    (0..d.1).into_par_iter().with_min_len(min_len).map(|ch| stats(xs, d, ch)).collect()
+    per_channel(d.1, parallel(xs.len()), |ch| stats(xs, d, ch))
 }
 
 /// `x` as a contiguous float32/float64 tensor (other dtypes as float64).
@@ -89,11 +134,11 @@ fn normalize_t<T: Element>(xs: &[T], out: &mut [T], c: usize, s: usize, scale: &
     if s == 0 {
         return;
     }
-    let min_len = if xs.len() < PAR_MIN { usize::MAX } else { 1 };
-    out.par_chunks_mut(s).with_min_len(min_len).enumerate().for_each(|(row, dst)| {
+    per_row(out, s, parallel(xs.len()), |row, dst| {
         let ch = row % c;
+        let (m, k, b) = (mean[ch], scale[ch], shift[ch]);
         for (o, v) in dst.iter_mut().zip(&xs[row * s..row * s + s]) {
-            *o = T::from_f64((v.to_f64() - mean[ch]) * scale[ch] + shift[ch]);
+            *o = T::from_f64((v.to_f64() - m) * k + b);
         }
     });
 }
@@ -112,25 +157,20 @@ pub(super) fn normalize(x: &Tensor, mean: &[f64], invstd: &[f64], w: Option<&[f6
 fn backward_t<T: Element>(xs: &[T], gs: &[T], gi: &mut [T], w: Option<&[f64]>, d: (usize, usize, usize), eps: f64) -> Vec<(f64, f64)> {
     let (n, c, s) = d;
     let m = (n * s) as f64;
-    let min_len = if xs.len() < PAR_MIN { c.max(1) } else { 1 };
+    let par = parallel(xs.len());
     // (mean, invstd, sum g, sum g·xhat) per channel
-    let per: Vec<[f64; 4]> = (0..c)
-        .into_par_iter()
-        .with_min_len(min_len)
-        .map(|ch| {
-            let (mean, sq) = stats(xs, d, ch);
-            let invstd = 1.0 / (sq / m + eps).sqrt();
-            let (mut sg, mut sgx) = (Acc::default(), Acc::default());
-            for i in 0..n {
-                let r = (i * c + ch) * s..(i * c + ch + 1) * s;
-                sg.add(&gs[r.clone()], |g| g);
-                sgx.add2(&xs[r.clone()], &gs[r], |x, g| g * (x - mean) * invstd);
-            }
-            [mean, invstd, sg.total(), sgx.total()]
-        })
-        .collect();
-    let row_min = if xs.len() < PAR_MIN { usize::MAX } else { 1 };
-    gi.par_chunks_mut(s).with_min_len(row_min).enumerate().for_each(|(row, dst)| {
+    let per: Vec<[f64; 4]> = per_channel(c, par, |ch| {
+        let (mean, sq) = stats(xs, d, ch);
+        let invstd = 1.0 / (sq / m + eps).sqrt();
+        let (mut sg, mut sgx) = (Acc::default(), Acc::default());
+        for i in 0..n {
+            let r = (i * c + ch) * s..(i * c + ch + 1) * s;
+            sg.add(&gs[r.clone()], |g| g);
+            sgx.add2(&xs[r.clone()], &gs[r], |x, g| g * (x - mean) * invstd);
+        }
+        [mean, invstd, sg.total(), sgx.total()]
+    });
+    per_row(gi, s, par, |row, dst| {
         let ch = row % c;
         let [mean, invstd, sg, sgx] = per[ch];
         let k = invstd * w.map_or(1.0, |w| w[ch]);

@@ -19,10 +19,15 @@
 //! adjoint of the tile formula, `G [(A dy Aᵀ) ⊙ V] Gᵀ` summed over tiles: 16 products
 //! `dU[ξ] (Cout × Cin) = Mg[ξ] (Cout × tiles) @ V[ξ]ᵀ`, then `dW = Gᵀ dU G` per channel pair.
 //!
+//! With few input channels (at most `small_k::MAX_K`) the 16 forward products run on `small_k`'s
+//! register tiles instead of gemm: per tile column j, `M[ξ][j][co] = Σ_ci V[ξ][j][ci] ·
+//! Uᵀ[ξ][ci][co]`, the output channels in one vector. gemm's packing and its 16x6 tile over a sum
+//! of 16 terms made the products ~40% of the bench's 64x16x8x8 forward.
+//!
 //! Determinism: chunks depend on the sizes only; each chunk is computed the same way whichever
 //! thread runs it; the weight gradient adds the chunks' partial sums in chunk order.
 
-use super::{gemm, scratch::Buf, ConvElem, Geometry, Mat};
+use super::{gemm, scratch::Buf, small_k, ConvElem, Geometry, Mat};
 use crate::error::Result;
 use std::ops::Sub;
 
@@ -356,9 +361,34 @@ fn plane_stride<T>(plane: usize) -> usize {
     plane + 64 / std::mem::size_of::<T>()
 }
 
+/// The 16 transformed kernels in the layout their products read: `[16][Cout][Cin]` for gemm, or
+/// `[16][Cin][Cout]` for `small_k` (`shallow`: at most `small_k::MAX_K` input channels).
+struct Kernels<T> {
+    u: Vec<T>,
+    shallow: bool,
+}
+
+impl<T: WinoElem> Kernels<T> {
+    /// From `u` `[16][Cout][Cin]`, transposed where the products are `small_k`'s.
+    fn new(u: Vec<T>, cout: usize, cin: usize) -> Kernels<T> {
+        if cin > small_k::MAX_K {
+            return Kernels { u, shallow: false };
+        }
+        let mut t = vec![T::zero(); u.len()];
+        for xi in 0..16 {
+            for co in 0..cout {
+                for ci in 0..cin {
+                    t[(xi * cin + ci) * cout + co] = u[(xi * cout + co) * cin + ci];
+                }
+            }
+        }
+        Kernels { u: t, shallow: true }
+    }
+}
+
 /// The forward of one chunk of `nb` images: pack, input transform, 16 products, output
-/// transform, unpack. `u` is `[16][Cout][Cin]`.
-fn forward_chunk<T: WinoElem>(x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T], nb: usize, g: &Geometry) -> Result<()> {
+/// transform, unpack.
+fn forward_chunk<T: WinoElem>(x: &[T], u: &Kernels<T>, bias: Option<&[T]>, out: &mut [T], nb: usize, g: &Geometry) -> Result<()> {
     let pl = Plan::new(g);
     let (c, k, t) = (g.c_in, g.c_out, pl.tiles());
     let cols = t * nb;
@@ -370,9 +400,15 @@ fn forward_chunk<T: WinoElem>(x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T
     pack(x, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), &mut xp);
     crate::simd::run(|| input_transform(&xp, nb * c, pl, &mut v, vs));
     for xi in 0..16 {
-        let a = Mat { data: &u[xi * k * c..], rs: c, cs: 1 };
+        let dst = &mut m[xi * ms..xi * ms + cols * k];
+        if u.shallow {
+            // Row j of V[ξ] (its c channels) times Uᵀ[ξ] ([c][k]): row j of M[ξ].
+            small_k::product(cols, k, c, &v[xi * vs..], &u.u[xi * c * k..], k, dst);
+            continue;
+        }
+        let a = Mat { data: &u.u[xi * k * c..], rs: c, cs: 1 };
         let b = Mat { data: &v[xi * vs..], rs: 1, cs: c };
-        gemm(k, cols, c, &mut m[xi * ms..xi * ms + cols * k], (1, k), a, b, false);
+        gemm(k, cols, c, dst, (1, k), a, b, false);
     }
     crate::simd::run(|| output_transform(&m, nb * k, pl, ms, &mut y));
     unpack(&y, nb, k, (g.oh, g.ow), (pl.th, pl.tw), bias, out);
@@ -386,12 +422,13 @@ fn chunked<T: Copy + Send>(out: &mut [T], img: usize, nb: usize, f: impl Fn(usiz
 }
 
 /// Forward with weights already transformed (`u` `[16][Cout][Cin]`).
-fn forward_u<T: WinoElem>(x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+fn forward_u<T: WinoElem>(x: &[T], u: Vec<T>, bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     let nb = Plan::new(g).images(g, budget);
     let (img_in, img_out) = (g.c_in * g.h * g.w, g.c_out * g.oh * g.ow);
+    let u = Kernels::new(u, g.c_out, g.c_in);
     chunked(&mut out[..g.n * img_out], img_out, nb, |first, o| {
         let nbi = o.len() / img_out;
-        forward_chunk(&x[first * img_in..(first + nbi) * img_in], u, bias, o, nbi, g)
+        forward_chunk(&x[first * img_in..(first + nbi) * img_in], &u, bias, o, nbi, g)
     })
 }
 
@@ -403,7 +440,7 @@ pub fn forward<T: WinoElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T],
 pub(super) fn forward_in_chunks<T: WinoElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     debug_assert!(suits(g));
     let u = transform_weights(g.c_out, g.c_in, |co, ci, tap| w[(co * g.c_in + ci) * 9 + tap]);
-    forward_u(x, &u, bias, out, g, budget)
+    forward_u(x, u, bias, out, g, budget)
 }
 
 /// Input gradient for a geometry that `suits_input_grad`: the convolution of `grad` with the
@@ -425,7 +462,7 @@ pub(super) fn grad_input_in_chunks<T: WinoElem>(grad: &[T], w: &[T], dx: &mut [T
         ..*g
     };
     let u = transform_weights(t.c_out, t.c_in, |a, b, tap| w[(b * g.c_in + a) * 9 + 8 - tap]);
-    forward_u(grad, &u, None, dx, &t, budget)
+    forward_u(grad, u, None, dx, &t, budget)
 }
 
 /// Weight gradient for a geometry that `suits`: per chunk, `dU[ξ] = Mg[ξ] @ V[ξ]ᵀ`; the
