@@ -49,7 +49,7 @@ macro_rules! float_product {
                 // SAFETY: the caller's contract is gemm's: every addressed element exists, dst
                 // elements are distinct and disjoint from the inputs; without `accumulate` gemm
                 // overwrites dst without reading it, so dst may be uninitialised.
-                unsafe { float_gemm(m, n, k, dst, a, b, s, false, parallel) }
+                unsafe { float_gemm(m, n, k, dst, a, b, s, false, parallel, (1.0, 0.0)) }
             }
         }
     };
@@ -78,8 +78,8 @@ thread_local! {
 /// # Safety
 /// `MatElem::product`'s contract; with `accumulate` every dst element is initialised.
 #[allow(clippy::too_many_arguments)]
-unsafe fn float_gemm<T: Copy + Send + Sync + 'static + num_traits::Zero + num_traits::One>(
-    m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides, accumulate: bool, parallel: bool,
+pub unsafe fn float_gemm<T: Copy + Send + Sync + 'static>(
+    m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides, accumulate: bool, parallel: bool, (one, zero): (T, T),
 ) {
     let size = std::mem::size_of::<T>() as isize;
     let aliasing = s.b_rs == 1 && s.b_cs > 0 && (s.b_cs * size) % ALIAS_BYTES == 0 && n > 1 && k > 1 && k * n >= PAD_MIN;
@@ -91,7 +91,7 @@ unsafe fn float_gemm<T: Copy + Send + Sync + 'static + num_traits::Zero + num_tr
         };
         // SAFETY: the caller's contract (b's elements are readable at these strides: the
         // original or the padded copy).
-        unsafe { panels::gemm(m, n, k, o, accumulate, T::one(), T::zero(), parallel) }
+        unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, parallel) }
     };
     if !aliasing {
         return run(b, s.b_rs, s.b_cs);
@@ -116,7 +116,7 @@ float_product!(f32);
 float_product!(f64);
 
 /// Float element types whose products can also accumulate into their destination.
-pub trait FloatMat: MatElem + num_traits::Zero + num_traits::One {}
+pub trait FloatMat: MatElem {}
 impl FloatMat for f32 {}
 impl FloatMat for f64 {}
 
@@ -129,7 +129,7 @@ impl FloatMat for f64 {}
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn product_add<T: FloatMat>(m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides) {
     // SAFETY: the caller's contract; with `accumulate` gemm reads the initialised dst.
-    unsafe { float_gemm(m, n, k, dst, a, b, s, true, true) }
+    unsafe { float_gemm(m, n, k, dst, a, b, s, true, true, (T::one(), T::zero())) }
 }
 
 /// Columns of the output row kept in one accumulator block (fits L1 for i64).
