@@ -23,7 +23,7 @@ pub mod winograd;
 pub use unfold::{col2im, col2im_masked, im2col, mask_row, taps, unfold_row, valid_outputs, Tap};
 
 use crate::error::Result;
-use super::matmul::{panels::{self, Operands}, MatElem};
+use super::matmul::{panels, MatElem};
 use super::parallel::SendPtr;
 use scratch::Buf;
 use std::ops::AddAssign;
@@ -195,16 +195,21 @@ fn gemm_with<T: ConvElem>(threads: bool, m: usize, n: usize, k: usize, dst: &mut
     assert!(last(a.rs, a.cs, m, k) < a.data.len() && last(b.rs, b.cs, k, n) < b.data.len());
     assert!(last(dst_rs, dst_cs, m, n) < dst.len() && ((dst_cs == 1 && dst_rs >= n) || (dst_rs == 1 && dst_cs >= m)));
     let (zero, one) = (T::zero(), T::from_f64(1.0));
-    let o = Operands {
-        dst: (SendPtr(dst.as_mut_ptr()), dst_rs as isize, dst_cs as isize),
-        a: (SendPtr(a.data.as_ptr() as *mut T), a.rs as isize, a.cs as isize),
-        b: (SendPtr(b.data.as_ptr() as *mut T), b.rs as isize, b.cs as isize),
+    let s = super::matmul::Strides {
+        dst_rs: dst_rs as isize,
+        dst_cs: dst_cs as isize,
+        a_rs: a.rs as isize,
+        a_cs: a.cs as isize,
+        b_rs: b.rs as isize,
+        b_cs: b.cs as isize,
     };
     // SAFETY: strides are non-negative and the asserts show the last (largest-offset) element
     // of each operand lies inside its slice, so every addressed element does. dst is row- or
     // column-major with lines at least a line's length apart, so its elements are distinct; dst is a `&mut`
     // slice, so it overlaps neither input (and is initialised: a slice). m, n, k are non-zero.
-    unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, threads) }
+    // float_gemm: panels::gemm, with a column-major b whose column stride aliases in L1 (a
+    // 32x32 image's 1024 pixels) copied apart first (matmul.rs)
+    unsafe { super::matmul::float_gemm(m, n, k, dst.as_mut_ptr(), a.data.as_ptr(), b.data.as_ptr(), s, accumulate, threads, (one, zero)) }
 }
 
 /// Columns of images `first..first + nb` side by side: row r of image i at

@@ -72,9 +72,13 @@ pub fn accumulate(variable: &Tensor, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// A gradient buffer nobody else holds, laid out as the leaf is, becomes `.grad` as is.
+/// A gradient buffer nobody else holds, laid out as the leaf is, becomes `.grad` as is. A view
+/// made in backward (the `.t()` of a Linear weight's transposed gradient, a bias gradient's
+/// `view` after `sum_to`) also holds its base's handle: one more owner, as torch's use count
+/// of a view made in backward does not include its base.
 fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
-    Arc::strong_count(&g.storage) == 1
+    let owners = if g.is_view() { 2 } else { 1 };
+    Arc::strong_count(&g.storage) == owners
         && g.layout.offset == 0
         && g.numel() == g.storage.len()
         && g.dtype() == variable.dtype()

@@ -213,4 +213,8 @@ impl Backend for Cpu {
     fn masked_take(&self, dst: &Tensor, src: &Tensor, first: usize, ranks: &Tensor) -> Result<()> {
         crate::ops::advanced::masked_take_cpu_kernel(dst, src, first, ranks)
     }
+
+    fn matmul_bias(&self, dst: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<bool> {
+        crate::ops::linalg::matmul_bias_cpu_kernel(dst, bias, a, b)
+    }
 }

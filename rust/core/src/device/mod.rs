@@ -538,6 +538,16 @@ pub trait Backend: Send + Sync {
         let _ = (dst, values, walk, table, accumulate);
         Ok(false)
     }
+
+    /// `dst = bias + a @ b` for one `(m, k) @ (k, n)` float32/float64 product (addmm with beta
+    /// and alpha 1, as every Linear layer calls it): `bias` is `(m, n)` with any strides (the
+    /// broadcast `self`), `dst` fresh and contiguous; otherwise `matmul`'s contract. One pass
+    /// over the output instead of a product and an add. Returns false when the device has no
+    /// such kernel (nothing written); the op layer then computes the product and adds it.
+    fn matmul_bias(&self, dst: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<bool> {
+        let _ = (dst, bias, a, b);
+        Ok(false)
+    }
 }
 
 /// How a backend makes an advanced index's position table (`Walk::positions`) on its device.

@@ -399,6 +399,14 @@ impl Backend for Widen {
     fn index_scatter_table(&self, dst: &Tensor, values: &Tensor, walk: &Walk, table: &super::IndexTable, accumulate: bool) -> Result<bool> {
         self.0.index_scatter_table(dst, values, walk, table, accumulate)
     }
+
+    // narrow products take the widened matmul path (the op layer falls back)
+    fn matmul_bias(&self, dst: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<bool> {
+        if any_narrow(&[dst, bias, a, b]) {
+            return Ok(false);
+        }
+        self.0.matmul_bias(dst, bias, a, b)
+    }
 }
 
 /// `r * (g - sum(g * r))` (softmax) or `g - exp(r) * sum(g)` (log_softmax), sums along `dim`,

@@ -2,7 +2,7 @@
 
 use crate::ops::formulas as fm;
 use crate::autograd::Recorder;
-use crate::dtype::Scalar;
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::binary::{binary_raw, BinaryOp};
 use crate::ops::views;
@@ -33,12 +33,52 @@ pub fn addmm_raw(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alph
         }
     }
     let expanded = views::expand_raw(this, &[m as i64, n as i64])?;
+    if let Some(out) = bias_product(&expanded, mat1, mat2, beta, alpha)? {
+        return Ok(out);
+    }
     let product = mm_raw(mat1, mat2)?;
     if beta.to_f64() == 0.0 {
         return binary_raw(BinaryOp::Mul, &Arg::Tensor(product), &Arg::Scalar(alpha), None);
     }
     let scaled = if beta.to_f64() == 1.0 { expanded } else { binary_raw(BinaryOp::Mul, &Arg::Tensor(expanded), &Arg::Scalar(beta), None)? };
     binary_raw(BinaryOp::Add, &Arg::Tensor(scaled), &Arg::Tensor(product), Some(alpha))
+}
+
+/// `self + mat1 @ mat2` (beta = alpha = 1: a Linear layer) as one product accumulating into a
+/// copy of the broadcast `self`, on a device that has the kernel; None where that does not
+/// apply (another beta or alpha, a non-float dtype, an empty product).
+fn bias_product(expanded: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Option<Tensor>> {
+    let dtype = mat2.dtype();
+    if beta.to_f64() != 1.0 || alpha.to_f64() != 1.0 || !matches!(dtype, DType::Float32 | DType::Float64) || expanded.numel() == 0 || mat1.shape()[1] == 0 {
+        return Ok(None);
+    }
+    let backend = crate::device::backend_for(&[expanded, mat1, mat2])?;
+    let out = Tensor::empty_on(expanded.shape(), dtype, expanded.device())?;
+    Ok(backend.matmul_bias(&out, expanded, mat1, mat2)?.then_some(out))
+}
+
+/// The gradients of a product's operands as torch's `mm_mat1_backward`/`mm_mat2_backward` make
+/// them: an operand that was column-major (a transposed contiguous matrix, as a Linear layer's
+/// `weight.t()`) gets its gradient column-major too, computed as the transposed product, so
+/// the weight's `.grad` arrives contiguous (taken as is, not copied: torch's version 0).
+/// `*_colmajor` is the operand's layout at forward time.
+pub(super) fn mat1_grad(g: &Tensor, mat2: &Tensor, mat1_colmajor: bool) -> Result<Tensor> {
+    if mat1_colmajor {
+        return views::t(&mm(mat2, &views::t(g)?)?);
+    }
+    mm(g, &views::t(mat2)?)
+}
+
+pub(super) fn mat2_grad(g: &Tensor, mat1: &Tensor, mat2_colmajor: bool) -> Result<Tensor> {
+    if mat2_colmajor {
+        return views::t(&mm(&views::t(g)?, mat1)?);
+    }
+    mm(&views::t(mat1)?, g)
+}
+
+/// torch's test for the transposed gradient: strides `(1, rows)`.
+pub(super) fn colmajor(t: &Tensor) -> bool {
+    t.ndim() == 2 && t.strides()[0] == 1 && t.strides()[1] == t.shape()[0] as isize
 }
 
 /// Differentiable `addmm` (AddmmBackward0): `sum_to(beta·grad, self)`, `alpha·grad @ mat2.T`,
@@ -57,6 +97,7 @@ pub fn addmm(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: S
     rec.value("beta", fmt_scalar(beta));
     let self_shape = this.shape().to_vec();
     let (b, a) = (beta.to_f64(), alpha.to_f64());
+    let (c1, c2) = (colmajor(mat1), colmajor(mat2));
     let scale = move |t: Tensor, s: f64| if s == 1.0 { Ok(t) } else { fm::mul_s(&t, s) };
     rec.finish("AddmmBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
@@ -64,8 +105,8 @@ pub fn addmm(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: S
         let mat1 = if ctx.needs(2) { saved.next() } else { None };
         let mat2 = if ctx.needs(1) { saved.next() } else { None };
         let gs = if ctx.needs(0) { Some(fm::sum_to(&scale(g.clone(), b)?, &self_shape)?) } else { None };
-        let g1 = mat2.map(|m| scale(mm(g, &views::t(&m)?)?, a)).transpose()?;
-        let g2 = mat1.map(|m| scale(mm(&views::t(&m)?, g)?, a)).transpose()?;
+        let g1 = mat2.map(|m| scale(mat1_grad(g, &m, c1)?, a)).transpose()?;
+        let g2 = mat1.map(|m| scale(mat2_grad(g, &m, c2)?, a)).transpose()?;
         Ok(vec![gs, g1, g2])
     }))?;
     Ok(out)
@@ -96,6 +137,7 @@ pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
     rec.value("alpha", fmt_scalar(alpha));
     rec.value("beta", fmt_scalar(beta));
     let (b, a) = (beta.to_f64(), alpha.to_f64());
+    let (c1, c2) = (colmajor(mat1), colmajor(mat2));
     let scale = move |t: Tensor, s: f64| if s == 1.0 { Ok(t) } else { fm::mul_s(&t, s) };
     rec.finish_inplace("AddmmBackward0", this, Box::new(move |ctx| {
         let g = ctx.grad();
@@ -103,8 +145,8 @@ pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
         let mat1 = if ctx.needs(2) { saved.next() } else { None };
         let mat2 = if ctx.needs(1) { saved.next() } else { None };
         let gs = if ctx.needs(0) { Some(scale(g.clone(), b)?) } else { None };
-        let g1 = mat2.map(|m| scale(mm(g, &views::t(&m)?)?, a)).transpose()?;
-        let g2 = mat1.map(|m| scale(mm(&views::t(&m)?, g)?, a)).transpose()?;
+        let g1 = mat2.map(|m| scale(mat1_grad(g, &m, c1)?, a)).transpose()?;
+        let g2 = mat1.map(|m| scale(mat2_grad(g, &m, c2)?, a)).transpose()?;
         Ok(vec![gs, g1, g2])
     }))
 }

@@ -11,7 +11,7 @@
 use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::matmul::{batched, Strides};
+use crate::kernels::matmul::{batched, product_add, Strides};
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 
@@ -183,6 +183,38 @@ pub(crate) fn matmul_cpu_kernel(dst: &Tensor, a: &Tensor, b: &Tensor) -> Result<
         d => crate::element::narrow_in_compute_kernel(d),
     }
     Ok(())
+}
+
+/// The CPU side of `Backend::matmul_bias`: the bias copied into `dst`, then one gemm adding
+/// `a @ b` into it (a and b read through their strides); false, with nothing written, for
+/// anything but 2-D float operands of matching shapes.
+pub(crate) fn matmul_bias_cpu_kernel(dst: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<bool> {
+    let dtype = dst.dtype();
+    let dtypes_ok = [bias, a, b].iter().all(|t| t.dtype() == dtype) && matches!(dtype, DType::Float32 | DType::Float64);
+    if dst.ndim() != 2 || a.ndim() != 2 || b.ndim() != 2 || !dtypes_ok || !dst.is_contiguous() || bias.shape() != dst.shape() {
+        return Ok(false);
+    }
+    let (m, n, k) = (dst.shape()[0], dst.shape()[1], a.shape()[1]);
+    if a.shape()[0] != m || b.shape()[0] != k || b.shape()[1] != n || m == 0 || n == 0 || k == 0 {
+        return Ok(false);
+    }
+    crate::ops::copy::copy_kernel(dst, bias)?;
+    let (ds, as_, bs) = (dst.strides(), a.strides(), b.strides());
+    let s = Strides { dst_rs: ds[0], dst_cs: ds[1], a_rs: as_[0], a_cs: as_[1], b_rs: bs[0], b_cs: bs[1] };
+    macro_rules! go {
+        ($T:ty) => {
+            // SAFETY: a and b are read through their own layouts (every addressed element lies in
+            // their storage); dst is the caller's fresh, initialised, contiguous (m, n) output,
+            // which shares memory with neither input.
+            unsafe { product_add::<$T>(m, n, k, dst.data_ptr::<$T>(), a.data_ptr::<$T>() as *const $T, b.data_ptr::<$T>() as *const $T, s) }
+        };
+    }
+    if dtype == DType::Float32 {
+        go!(f32)
+    } else {
+        go!(f64)
+    }
+    Ok(true)
 }
 
 // ----- autograd: saves and backward formulas (derivatives.yaml) -----

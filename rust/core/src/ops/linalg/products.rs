@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::views;
 use crate::tensor::Tensor;
+use super::addmm::{colmajor, mat1_grad, mat2_grad};
 use super::{cpp_name, crossed, not_implemented, product, save_crossed, Operand};
 
 /// `mm(self, mat2)`: (m×k)·(k×n).
@@ -137,11 +138,12 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = mm_raw(a, b)?;
     let Some(mut rec) = rec else { return Ok(out) };
     save_crossed(&mut rec, "mat2", b, "self", a)?;
-    rec.finish("MmBackward0", &[&out], Box::new(|ctx| {
+    let (ca, cb) = (colmajor(a), colmajor(b));
+    rec.finish("MmBackward0", &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         let (mat2, this) = crossed(ctx);
-        let ga = mat2.map(|m| mm(g, &views::t(&m)?)).transpose()?;
-        let gb = this.map(|s| mm(&views::t(&s)?, g)).transpose()?;
+        let ga = mat2.map(|m| mat1_grad(g, &m, ca)).transpose()?;
+        let gb = this.map(|s| mat2_grad(g, &s, cb)).transpose()?;
         Ok(vec![ga, gb])
     }))?;
     Ok(out)
