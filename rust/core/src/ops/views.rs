@@ -190,11 +190,32 @@ fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
     v.map(|t| vec![t])
 }
 
+/// Records a view whose backward is a view of the gradient (torch's formulas for view, t,
+/// transpose, permute and unsqueeze: `grad.reshape(sizes)`, `grad.t()`, ...): no zero-filled
+/// buffer and no copy, and the gradient keeps torch's strides and `_version` (a Linear weight's
+/// `.grad` comes out of TBackward0 as a view torch's AccumulateGrad takes as is). The inverse is
+/// the recorded op, so `create_graph` differentiates it.
+fn record_view_of_grad(name: &'static str, input: &Tensor, out: &Tensor, back: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static) -> Result<()> {
+    if let Some(rec) = crate::autograd::Recorder::new(&[Some(input)])? {
+        rec.finish(name, &[out], Box::new(move |ctx| Ok(vec![Some(back(ctx.grad())?)])))?;
+    }
+    Ok(())
+}
+
+/// `inv` with `inv[dims[i]] = i` (dims already checked by `permute_raw`, negatives wrapped).
+fn inverse_permutation(dims: &[i64], ndim: usize) -> Result<Vec<i64>> {
+    let mut inv = vec![0i64; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        inv[wrap_dim(d, ndim)?] = i as i64;
+    }
+    Ok(inv)
+}
+
 pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = view_raw(t, shape)?;
-    let s = shape.to_vec();
-    record_view("ViewBackward0", t, &[&out], Arc::new(move |z| one(view_raw(z, &s))))?;
+    let back: Vec<i64> = t.shape().iter().map(|&n| n as i64).collect();
+    record_view_of_grad("ViewBackward0", t, &out, move |g| reshape(g, &back))?;
     Ok(out)
 }
 
@@ -242,29 +263,30 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
 pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = permute_raw(t, dims)?;
-    let d = dims.to_vec();
-    record_view("PermuteBackward0", t, &[&out], Arc::new(move |z| one(permute_raw(z, &d))))?;
+    let inverse = inverse_permutation(dims, t.ndim())?;
+    record_view_of_grad("PermuteBackward0", t, &out, move |g| permute(g, &inverse))?;
     Ok(out)
 }
 
 pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = transpose_raw(t, d0, d1)?;
-    record_view("TransposeBackward0", t, &[&out], Arc::new(move |z| one(transpose_raw(z, d0, d1))))?;
+    record_view_of_grad("TransposeBackward0", t, &out, move |g| transpose(g, d0, d1))?;
     Ok(out)
 }
 
 pub fn t(x: &Tensor) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(x)])?;
     let out = t_raw(x)?;
-    record_view("TBackward0", x, &[&out], Arc::new(|z| one(t_raw(z))))?;
+    record_view_of_grad("TBackward0", x, &out, t)?;
     Ok(out)
 }
 
 pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = unsqueeze_raw(t, dim)?;
-    record_view("UnsqueezeBackward0", t, &[&out], Arc::new(move |z| one(unsqueeze_raw(z, dim))))?;
+    let wrapped = wrap_dim(dim, t.ndim() + 1)? as i64;
+    record_view_of_grad("UnsqueezeBackward0", t, &out, move |g| squeeze_dim(g, wrapped))?;
     Ok(out)
 }
 
