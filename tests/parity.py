@@ -95,3 +95,18 @@ def check_parity(fm, ft, **kw):
     if kind == "ok":
         assert_same(m, t, **kw)
     return kind, m, t
+
+
+def outputs_at_thread_counts(script, counts=("1", "2", "3", "4")):
+    """What `python -c script` prints with minigrad's pool at each thread count, one fresh process
+    each (the pool's size is fixed at its first use); the determinism tests compare them."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outs = []
+    for threads in counts:
+        env = dict(os.environ, RAYON_NUM_THREADS=threads, PYTHONPATH=os.path.join(root, "python"))
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        outs.append(run.stdout)
+    return outs

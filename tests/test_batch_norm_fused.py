@@ -90,13 +90,6 @@ sys.stdout.write("".join(np.asarray(o.detach().numpy()).tobytes().hex() for o in
 
 
 def test_results_do_not_depend_on_the_thread_count():
-    import os
-    import subprocess
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    outs = []
-    for threads in ("1", "2", "3", "4"):
-        env = dict(os.environ, RAYON_NUM_THREADS=threads, PYTHONPATH=os.path.join(root, "python"))
-        run = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], env=env, capture_output=True, text=True, check=True)
-        outs.append(run.stdout)
+    from parity import outputs_at_thread_counts
+    outs = outputs_at_thread_counts(_THREADS_SCRIPT)
     assert outs[0] and all(o == outs[0] for o in outs[1:])

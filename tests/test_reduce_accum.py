@@ -3,18 +3,13 @@ their error against a float64 reference is no worse than torch's (which also add
 float32), special values propagate as in torch, every layout goes through the same order, and
 the result does not depend on the thread count."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import minigrad as mg
-from parity import assert_same
+from parity import assert_same, outputs_at_thread_counts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def ulp32(x):
@@ -158,9 +153,5 @@ sys.stdout.write("".join(np.asarray(o.numpy()).tobytes().hex() for o in outs))
 
 
 def test_results_do_not_depend_on_the_thread_count():
-    outs = []
-    for threads in ("1", "2", "3"):
-        env = dict(os.environ, RAYON_NUM_THREADS=threads, PYTHONPATH=os.path.join(ROOT, "python"))
-        run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
-        outs.append(run.stdout)
+    outs = outputs_at_thread_counts(SCRIPT, ("1", "2", "3"))
     assert outs[0] and outs[0] == outs[1] == outs[2]

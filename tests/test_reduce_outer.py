@@ -5,18 +5,13 @@ is larger than the caches): every
 reducer that runs through it, every dtype, keepdim, strided layouts, special values, and the
 same bits at 1, 2, 3 and 4 threads."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import minigrad as mg
-from parity import assert_same
+from parity import assert_same, outputs_at_thread_counts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (name, shape, how to view it, dim): each reduces an outer dim of at least 2^17 elements
 CASES = [
@@ -134,9 +129,5 @@ sys.stdout.write("".join(np.asarray(o.numpy()).tobytes().hex() for o in outs))
 
 
 def test_outer_results_do_not_depend_on_the_thread_count():
-    outs = []
-    for threads in ("1", "2", "3", "4"):
-        env = dict(os.environ, RAYON_NUM_THREADS=threads, PYTHONPATH=os.path.join(ROOT, "python"))
-        run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
-        outs.append(run.stdout)
+    outs = outputs_at_thread_counts(SCRIPT)
     assert outs[0] and all(o == outs[0] for o in outs[1:])
