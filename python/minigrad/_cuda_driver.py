@@ -1,6 +1,7 @@
 """The driver the CUDA backend calls on a real GPU: CuPy owns memory (its pool, so users' own
 CuPy code and pool limits share it), streams (kernels go on CuPy's current stream) and NVRTC
-(`cupy.RawModule`, with CuPy's in-memory and on-disk caches). The Rust backend keeps the
+(through CuPy's NVRTC binding with the backend's own options, cached on disk in CuPy's cache
+folder: _cuda_compile.py says why not `RawModule(code=...)`; loaded with `cupy.RawModule`). The Rust backend keeps the
 function handles it gets and launches them itself: `entry_points()` gives it libcuda's
 `cuLaunchKernel` and `cuGetErrorName` and CuPy's C function for the current stream, so a launch
 calls no Python (rust/py/src/cuda/entry.rs). An allocation is one call of `alloc`.
@@ -27,16 +28,19 @@ The interface (the host emulation in tests/cuda_host/driver.py provides the same
   synchronize(), device_name()
 """
 
+from . import _cuda_compile
 from ._errors import OutOfMemoryError
 
 
 class CupyDriver:
     def __init__(self, cupy, index):
         from cupy_backends.cuda.api import driver, runtime
+        from cupy_backends.cuda.libs import nvrtc
 
         from . import _C
 
         self._cupy, self._driver, self._runtime, self.index = cupy, driver, runtime, index
+        self._nvrtc = nvrtc
         self._sources = {name: text for name, _, text, _ in _C._cuda_sources()}
         self._headers = dict(_C._cuda_headers())
         self._options = tuple(_C._cuda_nvrtc_options())
@@ -86,18 +90,18 @@ class CupyDriver:
 
     def function(self, source, expr, group):
         if expr not in self._functions:
-            code = "".join(
-                self._headers[line.split('"')[1]] if line.startswith("#include") else line + "\n"
-                for line in self._sources[source].splitlines()
-            )
-            with self._device():
-                module = self._cupy.RawModule(
-                    code=code, options=self._options, name_expressions=list(group), backend="nvrtc"
-                )
+            code = _cuda_compile.inline_headers(self._sources[source], self._headers)
+            device = self._device()
+            with device:
+                # compiled here, not by RawModule(code=...): CuPy adds -ftz=true (_cuda_compile.py)
+                arch, kind = _cuda_compile.target(self._nvrtc, device.compute_capability)
+                path, lowered = _cuda_compile.compile_group(
+                    self._nvrtc, code, list(group), self._options, arch, kind, filename=f"{source}.cu")
+                module = self._cupy.RawModule(path=path)
                 self._modules.append(module)
                 for name in group:
-                    # a RawKernel; its `kernel` is the loaded CUfunction (compiles on first access)
-                    self._functions[name] = module.get_function(name).kernel
+                    # a RawKernel; its `kernel` is the loaded CUfunction
+                    self._functions[name] = module.get_function(lowered[name]).kernel
         return self._functions[expr].ptr
 
     def _array(self, dtype, operand):

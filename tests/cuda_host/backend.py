@@ -4,6 +4,8 @@ it after, so the rest of the suite sees the machine as it is), moving values bet
 minigrad's cuda tensors, and the comparison with torch."""
 
 import contextlib
+import re
+
 import pytest
 import torch
 
@@ -144,3 +146,12 @@ def to_mg(view):
 
 FLOATS = [torch.float32, torch.float64]
 ALL = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bool]
+
+
+def in_torch_2_13_words(text):
+    """torch's error text as the torch minigrad follows (2.13) words it. A GPU machine runs its
+    own torch (2.11 on the H100 of 2026-11-27), which names the node that saved an output by its
+    class ("which is output 0 of SigmoidBackward0,"); 2.13 names the forward op ("of Sigmoid,",
+    "of Max1," for MaxBackward1: `Node::forward_op_name`)."""
+    return re.sub(r"output (\d+) of (\w+?)Backward(\d+),",
+                  lambda m: f"output {m[1]} of {m[2]}{'' if m[3] == '0' else m[3]},", text)
