@@ -268,16 +268,19 @@ template <class T> __device__ __forceinline__ ArgAcc<T> shfl_down(ArgAcc<T> a, i
 }
 
 // Folds the elements at reduced indices r, r + step, ... < hi (element index idx, idx + idx_step,
-// ...) into a, in that order, with four loads in flight (the same result as one at a time).
+// ...) into a, in that order, with eight loads in flight (the same result as one at a time). A
+// block of 256 threads then has 8 KB of loads outstanding: with four, sum of 1e7 floats took ten
+// memory round trips per block and ran at 1.2-1.5x torch's time on an H100 (2026-11-27).
 template <class A, class Fetch, class Fold>
 __device__ __forceinline__ A fold_range(A a, long long r, long long hi, long long step, long long idx,
                                         long long idx_step, double aux_o, Fetch fetch, Fold fold) {
-  for (; r + 3 * step < hi; r += 4 * step, idx += 4 * idx_step) {
-    const auto v0 = fetch(idx), v1 = fetch(idx + idx_step), v2 = fetch(idx + 2 * idx_step), v3 = fetch(idx + 3 * idx_step);
-    a = fold(a, v0, r, aux_o);
-    a = fold(a, v1, r + step, aux_o);
-    a = fold(a, v2, r + 2 * step, aux_o);
-    a = fold(a, v3, r + 3 * step, aux_o);
+  constexpr int AHEAD = 8;
+  for (; r + (AHEAD - 1) * step < hi; r += AHEAD * step, idx += AHEAD * idx_step) {
+    decltype(fetch(idx)) v[AHEAD];
+#pragma unroll
+    for (int u = 0; u < AHEAD; ++u) v[u] = fetch(idx + u * idx_step);
+#pragma unroll
+    for (int u = 0; u < AHEAD; ++u) a = fold(a, v[u], r + u * step, aux_o);
   }
   for (; r < hi; r += step, idx += idx_step) a = fold(a, fetch(idx), r, aux_o);
   return a;
