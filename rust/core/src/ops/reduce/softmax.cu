@@ -133,24 +133,12 @@ __global__ void mg_softmax_warp(T* out, const T* in, long long rows, long long n
     const T* x = in + row * n;
     T* y = out + row * n;
     T v[PER];
-    // MaxNan's merge split in two: the dependent chain through the row is one compare-select
-    // per element, and the NaN test is off it. The fused merge made that chain several
-    // instructions deep per element: softmax of 10000x1000 took 72 us on an H100, 31 us this way
-    // (torch 31; 2026-11-27). A row with a NaN folds again with the merge itself, so the result
-    // (NaN payload included) is the merge's.
     T m = mg::MaxNan<T>::init();
-    bool saw_nan = false;
 #pragma unroll
     for (int j = 0; j < PER; ++j) {
       const long long k = (long long)j * 32 + lane;
       v[j] = k < n ? x[k] : mg::MaxNan<T>::init();
-      saw_nan |= mg::is_nan(v[j]);
-      m = v[j] > m ? v[j] : m;  // the merge's choice when neither is NaN
-    }
-    if (saw_nan) {
-      m = mg::MaxNan<T>::init();
-#pragma unroll
-      for (int j = 0; j < PER; ++j) m = mg::MaxNan<T>::merge(m, v[j]);
+      m = mg::MaxNan<T>::merge(m, v[j]);
     }
     m = mg::warp_all<mg::MaxNan<T>>(m);
     double s = 0.0;
