@@ -462,6 +462,30 @@ def test_softmax_warp(host, inst):
         assert_close(outs[0], ref, f"{inst} {(rows, n)} (torch)")
 
 
+@pytest.mark.parametrize("inst", [i for i in instances("softmax", "mg_softmax_warp") if "backward" not in i and i.endswith(", 1>")])
+def test_softmax_warp_zero_maxima_and_nan_rows_match_the_block_kernel(host, inst):
+    """The warp kernel's lane max is fmax (it skips NaN and may pick either zero), the block
+    kernel's the NaN-propagating merge: rows whose maximum is a signed zero, alone or beside the
+    other zero, rows whose other entries underflow exp (the sum is exactly 1, so log_softmax shows
+    x - max's sign), and NaN rows give the same bits, signs of zero included, and torch's values."""
+    _, (t, log, per) = parse(inst)
+    log = log == "true"
+    dt = torch.float32 if t == "float" else torch.float64
+    z, nz, lo, nan, inf = 0.0, -0.0, -200.0 if t == "float" else -1000.0, math.nan, math.inf
+    rows = [[nz, lo, lo], [z, lo, lo], [nz, z, lo], [z, nz, lo], [lo, nz, z], [nz, nz, lo],
+            [nan, z, lo], [lo, nan, nz], [inf, nan, z], [nan, nan, nan], [-inf, -inf, -inf], [inf, lo, nz]]
+    x = torch.tensor(rows, dtype=dt)
+    n_rows, n = x.shape
+    block = next(i for i in instances("softmax", "mg_softmax") if parse(i)[1] == [t, "true" if log else "false"])
+    out, old = (torch.full((n_rows, n), -7.0, dtype=dt) for _ in range(2))
+    host.launch(inst, 1, 32, ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()),
+                ctypes.c_longlong(n_rows), ctypes.c_longlong(n))
+    host.launch(block, 2, THREADS, ctypes.c_void_p(old.data_ptr()), ctypes.c_void_p(x.data_ptr()),
+                ctypes.c_longlong(n_rows), ctypes.c_longlong(n), ctypes.c_longlong(1))
+    assert_same(out, old, f"{inst}: the warp kernel against the block kernel")
+    assert_same(out, (torch.log_softmax if log else torch.softmax)(x, 1), f"{inst}: against torch")
+
+
 @pytest.mark.parametrize("inst", instances("softmax", "mg_softmax_warp_backward"))
 def test_softmax_warp_backward(host, inst):
     _, (t, log, per) = parse(inst)

@@ -32,6 +32,9 @@ template <class T> struct MaxNan {
   static __device__ __forceinline__ T init() { return -inf(); }
   static __device__ __forceinline__ T merge(T a, T b) { return (is_nan(a) || is_nan(b)) ? a + b : (b > a ? b : a); }
 };
+// fmax for the warp kernel's per-lane max (why there, and why it changes no output: its comment).
+__device__ __forceinline__ float lane_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double lane_max(double a, double b) { return fmax(a, b); }
 struct SumD {
   static __device__ __forceinline__ double init() { return 0.0; }
   static __device__ __forceinline__ double merge(double a, double b) { return a + b; }
@@ -133,12 +136,19 @@ __global__ void mg_softmax_warp(T* out, const T* in, long long rows, long long n
     const T* x = in + row * n;
     T* y = out + row * n;
     T v[PER];
+    // A lane's max with fmax, not MaxNan's merge: on an H100 the merge's per-element chain made
+    // softmax of 10000x1000 take 70.6 us against torch's 31.5; this loop took 31.4 (the run-3
+    // experiment of docs/gpu.md, 2026-11-27). fmax skips NaN, which changes no output: a NaN in
+    // the row makes exp(NaN - m) and so the row's sum NaN, and every output of the row is NaN
+    // either way (and +inf with NaN gives exp(inf - inf) = NaN likewise). For other rows fmax and
+    // the merge return the same value (at most the sign of a zero max differs, and x - m with
+    // either zero gives the same exp, and the same log_softmax: two zeros make the sum >= 2).
     T m = mg::MaxNan<T>::init();
 #pragma unroll
     for (int j = 0; j < PER; ++j) {
       const long long k = (long long)j * 32 + lane;
       v[j] = k < n ? x[k] : mg::MaxNan<T>::init();
-      m = mg::MaxNan<T>::merge(m, v[j]);
+      m = mg::lane_max(m, v[j]);
     }
     m = mg::warp_all<mg::MaxNan<T>>(m);
     double s = 0.0;
