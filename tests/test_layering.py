@@ -26,9 +26,10 @@ ROOT = Path(__file__).resolve().parents[1] / "python" / PACKAGE
 LAYERS = [
     # the Rust extension: imports nothing from the package (it gets Tensor/Size via _set_classes)
     ["minigrad._C"],
-    # exception classes torch has beyond the builtins; the CuPy driver of the CUDA backend; whether a
-    # GPU is usable, and what is missing when not (CuPy, a driver, the engine's backend)
-    ["minigrad._errors", "minigrad._cuda_driver", "minigrad._cuda_probe"],
+    # exception classes torch has beyond the builtins; the CuPy driver of the CUDA backend and its
+    # NVRTC compile with the disk cache; whether a GPU is usable, and what is missing when not
+    # (CuPy, a driver, the engine's backend)
+    ["minigrad._errors", "minigrad._cuda_driver", "minigrad._cuda_compile", "minigrad._cuda_probe"],
     # helpers with no tensor class: devices, Size, repr and print options, torch's type names
     ["minigrad._device", "minigrad._size", "minigrad._formatting"],
     # factories: the core builds each result as the class registered with _C._set_classes
