@@ -77,12 +77,46 @@ pub fn accumulate(variable: &Tensor, g: Tensor) -> Result<()> {
 /// `view` after `sum_to`) also holds its base's handle: one more owner, as torch's use count
 /// of a view made in backward does not include its base.
 fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
-    let owners = if g.is_view() { 2 } else { 1 };
-    Arc::strong_count(&g.storage) == owners
+    sole_owner(g)
         && g.layout.offset == 0
         && g.numel() == g.storage.len()
         && g.dtype() == variable.dtype()
         && g.strides() == ops::preserved_layout(variable).strides.as_slice()
+}
+
+/// Nothing but the backward pass holds `g`'s storage: one handle, or two for a view made in
+/// backward (the view and its base's handle; torch's use count of such a view leaves the base out).
+pub(super) fn sole_owner(g: &Tensor) -> bool {
+    let owners = if g.is_view() { 2 } else { 1 };
+    Arc::strong_count(&g.storage) == owners
+}
+
+/// torch's InputBuffer::accumulate, two gradients for one input of a node: while the pass runs
+/// without create_graph, the sum goes in place into a buffer nobody else holds (the first one if
+/// it can take it, else the second), non-overlapping and dense, of the sum's shape, dtype and
+/// device; so the sum keeps that buffer's strides as torch's does (a transposed gradient meeting
+/// a contiguous one stays transposed) and no new buffer is made. With create_graph, or when
+/// neither can take it, out of place.
+pub fn add_gradients(old: Tensor, g: Tensor) -> Result<Tensor> {
+    if !mode::is_grad_enabled() {
+        if can_take_sum(&old, &g) {
+            ops::add_(&old, &g)?;
+            return Ok(old);
+        }
+        if can_take_sum(&g, &old) {
+            ops::add_(&g, &old)?;
+            return Ok(g);
+        }
+    }
+    ops::add(&old, &g)
+}
+
+fn can_take_sum(dst: &Tensor, other: &Tensor) -> bool {
+    sole_owner(dst)
+        && dst.shape() == other.shape()
+        && dst.dtype() == other.dtype()
+        && dst.device() == other.device()
+        && is_non_overlapping_and_dense(&dst.layout)
 }
 
 /// torch's clone_obey_contract: `.grad` gets the leaf's strides when those are dense. torch

@@ -217,7 +217,7 @@ fn add_to_buffer(buffers: &mut HashMap<Key, Vec<Option<Tensor>>>, n: &Arc<Node>,
     }
     buf[input_nr] = Some(match buf[input_nr].take() {
         None => g,
-        Some(old) => ops::add(&old, &g)?,
+        Some(old) => accumulate::add_gradients(old, g)?,
     });
     Ok(())
 }

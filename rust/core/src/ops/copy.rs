@@ -203,7 +203,7 @@ pub fn zeros_raw(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor
 
 // ----- autograd -----
 
-fn record_identity(name: &'static str, x: &Tensor, out: &Tensor) -> Result<()> {
+pub(crate) fn record_identity(name: &'static str, x: &Tensor, out: &Tensor) -> Result<()> {
     if let Some(rec) = crate::autograd::Recorder::new(&[Some(x)])? {
         let dtype = x.dtype();
         rec.finish(name, &[out], Box::new(move |ctx| {

@@ -236,14 +236,26 @@ pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
 }
 
 fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
-    let s: Vec<i64> = out.shape().iter().map(|&d| d as i64).collect();
     if out.same_storage(t) {
         // torch: a contiguous input is `view`ed; a strided one that still allows a view goes
         // through `_reshape_alias`.
+        // Both backwards are torch's `grad.reshape(self.sizes())`: a view of the gradient when
+        // its strides allow one (a permuted gradient meeting a reshape alias stays permuted).
         let name = if t.is_contiguous() { "ViewBackward0" } else { "ReshapeAliasBackward0" };
-        return record_view(name, t, &[out], Arc::new(move |z| one(view_raw(z, &s))));
+        let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+        return record_view_of_grad(name, t, out, move |g| reshape(g, &back));
     }
-    if let Some(rec) = crate::autograd::Recorder::new(&[Some(t)])? {
+    // torch: `_unsafe_view(clone(memory_format=contiguous), shape)`, two nodes: CloneBackward0
+    // from the input to the copy in the input's shape, UnsafeViewBackward0 from it to the result
+    // (the same memory). The graph shows both (next_functions), and the engine runs both, which
+    // orders the gradient sums after it as torch's.
+    if !crate::autograd::should_record(&[Some(t)]) {
+        return Ok(());
+    }
+    let copy = Tensor { layout: Layout::contiguous(t.shape()), ..out.fresh_handle() };
+    crate::ops::copy::record_identity("CloneBackward0", t, &copy)?;
+    if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(&copy)])? {
+        rec.value("self_sym_sizes", crate::ops::reduce::py_ints(t.shape()));
         let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
         rec.finish("UnsafeViewBackward0", &[out], Box::new(move |ctx| Ok(vec![Some(reshape(ctx.grad(), &back)?)])))?;
     }
