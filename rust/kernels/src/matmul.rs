@@ -72,8 +72,11 @@ thread_local! {
 }
 
 /// One float product through `panels::gemm`; a column-major `b` whose column stride aliases
-/// in L1 is first copied with its columns 16 elements further apart (a plain copy per column:
-/// the arithmetic, and so the bits, are the same as with `b` read in place).
+/// in L1 is copied with its columns 16 elements further apart first (`with_padded`: a plain
+/// copy per column, so the arithmetic, and so the bits, are the same as with `b` read in place).
+/// When the product is cut into column panels, each panel copies only its own columns, on the
+/// thread that multiplies it (the MLP's 64x256x256 `h @ W2.t()` on two threads: the whole copy
+/// on the calling thread before the split was a third of the product's time).
 ///
 /// # Safety
 /// `MatElem::product`'s contract; with `accumulate` every dst element is initialised.
@@ -81,34 +84,46 @@ thread_local! {
 pub unsafe fn float_gemm<T: Copy + Send + Sync + 'static>(
     m: usize, n: usize, k: usize, dst: *mut T, a: *const T, b: *const T, s: Strides, accumulate: bool, parallel: bool, (one, zero): (T, T),
 ) {
-    let size = std::mem::size_of::<T>() as isize;
-    let aliasing = s.b_rs == 1 && s.b_cs > 0 && (s.b_cs * size) % ALIAS_BYTES == 0 && n > 1 && k > 1 && k * n >= PAD_MIN;
-    let run = |b: *const T, b_rs: isize, b_cs: isize| {
-        let o = panels::Operands {
-            dst: (SendPtr(dst), s.dst_rs, s.dst_cs),
-            a: (SendPtr(a as *mut T), s.a_rs, s.a_cs),
-            b: (SendPtr(b as *mut T), b_rs, b_cs),
-        };
-        // SAFETY: the caller's contract (b's elements are readable at these strides: the
-        // original or the padded copy).
-        unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, parallel) }
+    let o = panels::Operands {
+        dst: (SendPtr(dst), s.dst_rs, s.dst_cs),
+        a: (SendPtr(a as *mut T), s.a_rs, s.a_cs),
+        b: (SendPtr(b as *mut T), s.b_rs, s.b_cs),
     };
-    if !aliasing {
-        return run(b, s.b_rs, s.b_cs);
+    let pad = aliases::<T>(s.b_rs, s.b_cs) && n > 1 && k > 1 && k * n >= PAD_MIN;
+    // SAFETY: the caller's contract.
+    unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, parallel, pad) }
+}
+
+/// Whether a b with these strides is column-major with a column stride that aliases in L1.
+fn aliases<T>(b_rs: isize, b_cs: isize) -> bool {
+    let size = std::mem::size_of::<T>() as isize;
+    b_rs == 1 && b_cs > 0 && (b_cs * size) % ALIAS_BYTES == 0
+}
+
+/// Runs `f` with `b` (k×n, column-major: row stride 1) or, when its columns alias in L1
+/// (`aliases`), with a copy of it whose columns lie 16 elements further apart, in this thread's
+/// reused buffer.
+///
+/// # Safety
+/// Column j < n of `b` is k readable contiguous elements at `b + j·b_cs`.
+unsafe fn with_padded<T: Copy>(b: (SendPtr<T>, isize, isize), n: usize, k: usize, f: impl FnOnce((SendPtr<T>, isize, isize))) {
+    if !aliases::<T>(b.1, b.2) {
+        return f(b);
     }
-    let stride = k + 64 / size as usize;
-    let words = (stride * n * size as usize).div_ceil(8);
+    let size = std::mem::size_of::<T>();
+    let stride = k + 64 / size;
+    let words = (stride * n * size).div_ceil(8);
     PADDED.with(|cell| {
         let mut buf = cell.take();
         buf.clear();
         buf.resize(words, 0);
         let p = buf.as_mut_ptr() as *mut T;
         for j in 0..n {
-            // SAFETY: column j of b is k contiguous elements (b_rs = 1) inside b (contract); the
-            // buffer holds n columns of `stride` >= k elements.
-            unsafe { std::ptr::copy_nonoverlapping(b.offset(j as isize * s.b_cs), p.add(j * stride), k) };
+            // SAFETY: column j of b is k contiguous elements (contract); the buffer holds n
+            // columns of `stride` >= k elements.
+            unsafe { std::ptr::copy_nonoverlapping(b.0.get().offset(j as isize * b.2), p.add(j * stride), k) };
         }
-        run(p, 1, stride as isize);
+        f((SendPtr(p), 1, stride as isize));
         cell.replace(buf);
     });
 }

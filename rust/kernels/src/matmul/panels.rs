@@ -70,14 +70,16 @@ pub struct Operands<T> {
 
 /// `dst = a @ b` (or `dst += a @ b` with `accumulate`) as one single-threaded gemm call, or, with
 /// `parallel`, at least `GEMM_PAR_MIN_WORK` of work and more than one rayon thread, cut into
-/// panels as `plan` says; shapes it will not cut go to gemm's own `Rayon` mode as before.
+/// panels as `plan` says; shapes it will not cut go to gemm's own `Rayon` mode as before. With
+/// `pad`, b is read through `with_padded` (its columns alias in L1): once for the whole product,
+/// or, when the cut is by columns, each panel pads its own columns on its own thread.
 ///
 /// # Safety
 /// gemm's contract: for i < m, j < n, p < k every addressed element of a and b is readable, the
 /// dst elements are distinct, writable, overlap neither input, and are initialised when
-/// `accumulate`. m, n, k are non-zero.
+/// `accumulate`. m, n, k are non-zero. With `pad`, b is column-major (row stride 1).
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize, o: Operands<T>, accumulate: bool, one: T, zero: T, parallel: bool) {
+pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize, o: Operands<T>, accumulate: bool, one: T, zero: T, parallel: bool, pad: bool) {
     let big = m.saturating_mul(n).saturating_mul(k) >= super::GEMM_PAR_MIN_WORK;
     let threads = if parallel && big { rayon::current_num_threads() } else { 1 };
     let call = |m: usize, n: usize, o: Operands<T>, par: gemm::Parallelism| {
@@ -92,12 +94,30 @@ pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize
             )
         }
     };
+    // b padded (when `pad`), then `call`: the copy holds the same values, so the same bits.
+    let padded = |m: usize, n: usize, o: Operands<T>, par: gemm::Parallelism| {
+        if !pad {
+            return call(m, n, o, par);
+        }
+        // SAFETY: with `pad` b is column-major (contract), its n columns of k elements readable.
+        unsafe { super::with_padded(o.b, n, k, |b| call(m, n, Operands { b, ..o }, par)) }
+    };
     if threads < 2 {
-        return call(m, n, o, gemm::Parallelism::None);
+        return padded(m, n, o, gemm::Parallelism::None);
     }
     let Some(p) = plan(m, n, k, threads) else {
-        return call(m, n, o, gemm::Parallelism::Rayon(0));
+        return padded(m, n, o, gemm::Parallelism::Rayon(0));
     };
+    if pad && p.rows {
+        // Row panels all read the whole of b: pad it once, here.
+        // SAFETY: as above; the panels below read the copy, which outlives them.
+        return unsafe { super::with_padded(o.b, n, k, |b| cut(m, n, Operands { b, ..o }, p, &call)) };
+    }
+    cut(m, n, o, p, &padded);
+}
+
+/// Runs `call` on each panel of `p` (rows or columns of dst, with a's rows or b's columns).
+fn cut<T: Copy>(m: usize, n: usize, o: Operands<T>, p: Plan, call: &(dyn Fn(usize, usize, Operands<T>, gemm::Parallelism) + Sync)) {
     let long = if p.rows { m } else { n };
     for_each_index(p.count, |i| {
         let (lo, hi) = (i * p.width, ((i + 1) * p.width).min(long));

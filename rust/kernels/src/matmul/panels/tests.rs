@@ -21,7 +21,7 @@ fn run(m: usize, n: usize, k: usize, a: &[f32], as_: (isize, isize), b: &[f32], 
     };
     // SAFETY: the buffers hold every element the strides address (sizes below), dst is its own
     // vector, initialised.
-    in_pool(threads, || unsafe { gemm(m, n, k, o, accumulate, 1.0, 0.0, parallel) });
+    in_pool(threads, || unsafe { gemm(m, n, k, o, accumulate, 1.0, 0.0, parallel, false) });
     d
 }
 
@@ -75,4 +75,40 @@ fn no_cut_for_one_thread_or_gemm_special_shapes() {
     assert_eq!(plan(40, 15, 10_000, 4), None, "nothing to cut");
     assert!(plan(16, 4096, 144, 2).is_some(), "the conv net's forward: 16 channels x 4096 pixels");
     assert!(plan(64, 256, 784, 2).is_some());
+}
+
+#[test]
+fn padded_panels_match_one_unpadded_call_bitwise() {
+    // b column-major at a 1 KiB column stride (k = 256 f32: padded, per column panel or once for
+    // row panels) against the same values at a stride that does not alias (read in place, one
+    // call, one thread): 64x256 (the MLP's h @ W2.t(), column panels), 512x96 (row panels),
+    // 64x40 (not cut: gemm's small path, padded once).
+    let k = 256;
+    for &(m, n) in &[(64usize, 256usize), (512, 96), (64, 40), (100, 300)] {
+        let a = values(m * k, 4);
+        let cols = values(n * k, 5);
+        let lay = |stride: usize| {
+            let mut b = vec![0f32; n * stride];
+            for j in 0..n {
+                b[j * stride..j * stride + k].copy_from_slice(&cols[j * k..(j + 1) * k]);
+            }
+            b
+        };
+        let (aliased, plain) = (lay(k), lay(k + 3));
+        let go = |b: &[f32], stride: usize, pad: bool, parallel: bool, threads: usize| {
+            let mut d = vec![f32::NAN; m * n];
+            let o = Operands {
+                dst: (SendPtr(d.as_mut_ptr()), n as isize, 1),
+                a: (SendPtr(a.as_ptr() as *mut f32), k as isize, 1),
+                b: (SendPtr(b.as_ptr() as *mut f32), 1, stride as isize),
+            };
+            // SAFETY: b holds n columns of `stride` >= k elements, a m·k, d m·n (its own vector).
+            in_pool(threads, || unsafe { gemm(m, n, k, o, false, 1.0, 0.0, parallel, pad) });
+            d.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let want = go(&plain, k + 3, false, false, 1);
+        for threads in [1, 2, 3, 4] {
+            assert_eq!(go(&aliased, k, true, true, threads), want, "{m}x{n}x{k} on {threads} threads");
+        }
+    }
 }
