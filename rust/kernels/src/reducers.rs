@@ -30,6 +30,21 @@ pub trait Accum: Element {
     fn sum_f32_run(_xs: &[f32]) -> Option<Self::A> {
         None
     }
+    /// `Reducer::fold_rows` of float32 rows into this accumulator where a fixed-order kernel
+    /// exists for it (float32 into f64: `simd::sum_rows`); false leaves them to the sweeps.
+    ///
+    /// # Safety
+    /// As `Reducer::fold_rows`.
+    #[inline(always)]
+    unsafe fn add_f32_rows(_accs: &mut [Self::A], _first: *const f32, _stride: isize, _len: usize) -> bool {
+        false
+    }
+    /// `out(k, sum_f32_run(row k))` for the rows of `n` elements of `xs`, with one dispatch for
+    /// all (`simd::sum::sum_rows`); false where `sum_f32_run` is `None`.
+    #[inline(always)]
+    fn sum_f32_rows(_xs: &[f32], _n: usize, _out: &mut dyn FnMut(usize, Self::A)) -> bool {
+        false
+    }
 }
 
 macro_rules! float_accum {
@@ -55,7 +70,16 @@ macro_rules! float_accum {
 float_accum!(
     f32,
     #[inline(always)] fn sum_f32_run(xs: &[f32]) -> Option<f64> { Some(crate::simd::sum::sum(xs)) },
-    #[inline(always)] fn sum4(xs: [f32; 4]) -> f64 { ((xs[0] + xs[1]) + (xs[2] + xs[3])) as f64 }
+    #[inline(always)] fn sum4(xs: [f32; 4]) -> f64 { ((xs[0] + xs[1]) + (xs[2] + xs[3])) as f64 },
+    #[inline(always)] unsafe fn add_f32_rows(accs: &mut [f64], first: *const f32, stride: isize, len: usize) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { crate::simd::sum_rows::add_rows(accs, first, stride, len) };
+        true
+    },
+    #[inline(always)] fn sum_f32_rows(xs: &[f32], n: usize, out: &mut dyn FnMut(usize, f64)) -> bool {
+        crate::simd::sum::sum_rows(xs, n, out);
+        true
+    }
 );
 float_accum!(f64);
 
@@ -229,10 +253,16 @@ impl ExpSum for f64 {
     }
 }
 
+/// Whether `T` is f32.
+#[inline(always)]
+fn is_f32<T: Element>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+}
+
 /// `xs` as a float32 slice when `T` is f32.
 #[inline(always)]
 fn as_f32<T: Element>(xs: &[T]) -> Option<&[f32]> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+    if is_f32::<T>() {
         // SAFETY: T is f32 (same TypeId), so the slice's memory holds f32 values.
         Some(unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f32, xs.len()) })
     } else {
@@ -306,6 +336,22 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
         }
         let t = fold_lanes(xs, self.init(0), |a, x| Self::op(a, D::cast_from(x).widen()), Self::op);
         Self::op(acc, t)
+    }
+    unsafe fn fold_packed(&self, first: *const T, n: usize, o0: usize, o1: usize) -> bool {
+        if PROD || !is_f32::<T>() || n == 0 {
+            return false;
+        }
+        // SAFETY: T is f32 (same TypeId); rows o0..o1 of n elements from `first` lie inside
+        // the input (the caller's contract).
+        let xs = std::slice::from_raw_parts(first as *const f32, (o1 - o0) * n);
+        // SAFETY: each o0 + k < o1 is written once (the caller's contract). `op(init, s)`:
+        // what `fold_slice` returns for the row (so -0.0 sums to +0.0 alike).
+        D::sum_f32_rows(xs, n, &mut |k, s| unsafe { self.write(o0 + k, Self::op(self.init(0), s)) })
+    }
+    #[inline(always)]
+    unsafe fn fold_rows(&self, accs: &mut [D::A], first: *const T, stride: isize, len: usize) -> bool {
+        // SAFETY: T is f32 when the TypeIds match; the rest is the caller's contract.
+        !PROD && is_f32::<T>() && D::add_f32_rows(accs, first as *const f32, stride, len)
     }
     #[inline(always)]
     fn fold_wide(&self, acc: D::A, xs: &[T], i0: usize) -> D::A {

@@ -65,6 +65,28 @@ pub trait Reducer: Copy + Send + Sync {
     /// `o` is less than the output count the reducer's buffers were made for, and each `o` is
     /// written once, by one thread.
     unsafe fn write(&self, o: usize, acc: Self::Acc);
+    /// Folds rows `0..len` of an outer block (row t starts at `first.offset(t * stride)`; its
+    /// `accs.len()` consecutive elements are the block's outputs) into `accs` in the reducer's
+    /// own fixed grouping, returning true; false (the default) leaves them to the generic
+    /// sweeps. The float32 sums override it (`simd::sum_rows`).
+    ///
+    /// # Safety
+    /// Every such row lies inside the input.
+    #[inline(always)]
+    unsafe fn fold_rows(&self, _accs: &mut [Self::Acc], _first: *const Self::In, _stride: isize, _len: usize) -> bool {
+        false
+    }
+    /// Folds and writes outputs `o0..o1` whose reduced elements are `n` consecutive elements
+    /// each, one output after another from `first` (a contiguous tensor reduced along its last
+    /// dim), with the same bits as the inner shape's per-output `fold_wide`/`fold_slice` from
+    /// `init`, returning true; false (the default) leaves them to that loop. The float32 sums
+    /// override it to dispatch once for all rows (`simd::sum::sum_rows`).
+    ///
+    /// # Safety
+    /// The rows lie inside the input; outputs `o0..o1` are this call's to write.
+    unsafe fn fold_packed(&self, _first: *const Self::In, _n: usize, _o0: usize, _o1: usize) -> bool {
+        false
+    }
     /// Whether the outer shape sweeps its accumulators four rows at a time (it measured faster
     /// for sums, whose accumulator load and store then dominate; slower for max/min).
     const SWEEP4: bool = false;

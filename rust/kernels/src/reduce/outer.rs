@@ -44,6 +44,10 @@ impl<R: Reducer> simd::Body for Rows<'_, R> {
             unsafe { base.get().offset(run + t as isize * stride) as *const R::In }
         };
         let w = accs.len();
+        // SAFETY: rows 0..len lie inside the input (as above).
+        if kstride == 1 && len > 0 && unsafe { r.fold_rows(accs, row(0), stride, len) } {
+            return;
+        }
         let mut t = 0;
         if kstride == 1 && R::SWEEP4 {
             // Four rows per sweep over the accumulators: each output still takes its rows one

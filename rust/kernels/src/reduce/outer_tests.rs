@@ -240,3 +240,27 @@ fn nan_inf_and_signed_zeros_follow_a_scan_in_row_order() {
         }
     }
 }
+
+#[test]
+fn float32_outer_sums_take_the_sum_rows_order_from_each_run() {
+    // Contiguous columns: 16-row float32 groups from the start of each run of rows (the
+    // reduced dim; in the 3-D case, whose outer stride keeps the dims apart, each of the 4
+    // leading indices is its own run of 37 rows), widened into f64 per column: the order of
+    // `simd::sum_rows`' reference, on any pool.
+    use crate::simd::sum_rows::add_rows_ref;
+    let cases: [(&[usize], &[isize], &[bool], usize, usize); 2] =
+        [(&[100, 1000], &[1000, 1], &[true, false], 100, 1), (&[4, 37, 70], &[40 * 70, 70, 1], &[true, true, false], 37, 4)];
+    for (shape, strides, mask, red, runs) in cases {
+        let cols = *shape.last().unwrap();
+        let x = data(shape[0] * strides[0] as usize);
+        let mut want = vec![0f64; cols];
+        for r in 0..runs {
+            add_rows_ref(&mut want, &x[r * strides[0] as usize..], cols, red);
+        }
+        let v = View { shape, strides, offset: 0 };
+        for t in [1, 2] {
+            let got = run(t, &x, v, mask, |o: *mut f32| SumProd::<f32, f32, false>::new(o, None));
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == (*w as f32).to_bits()), "{shape:?} at {t} threads");
+        }
+    }
+}

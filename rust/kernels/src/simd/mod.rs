@@ -12,12 +12,14 @@
 //!   LLVM auto-vectorises use the wide registers too;
 //! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions;
 //! - `fold`: max/min of f32 runs and the passes of a softmax row; `sum`: sums (and sums of
-//!   squares) of f32 runs, in float32 lanes in a fixed cascade.
+//!   squares) of f32 runs, in float32 lanes in a fixed cascade; `sum_rows`: column sums of f32
+//!   rows (the outer shape's sums), in 16-row float32 partials.
 
 pub mod fold;
 pub mod math;
 pub mod normal;
 pub mod sum;
+pub mod sum_rows;
 #[cfg(test)]
 mod accuracy_tests;
 #[cfg(test)]

@@ -200,6 +200,36 @@ pub fn sum(xs: &[f32]) -> f64 {
     sum_map(Id, xs)
 }
 
+/// Sums of consecutive rows of `n` elements (row k = `xs[k * n..(k + 1) * n]`, `n` > 0), each the
+/// same bits as `sum(row)`, passed to `out(k, sum)`: one dispatch for all rows, so rows of a few
+/// hundred elements do not pay one each (a contiguous tensor summed along its last dim).
+#[inline]
+pub fn sum_rows(xs: &[f32], n: usize, out: &mut dyn FnMut(usize, f64)) {
+    struct Rows<'a>(&'a [f32], usize, &'a mut dyn FnMut(usize, f64));
+    impl WithSimd for Rows<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) {
+            let Rows(xs, n, out) = self;
+            #[inline(always)]
+            fn each<S: Simd, const NV: usize>(s: S, xs: &[f32], n: usize, out: &mut dyn FnMut(usize, f64)) {
+                for (k, row) in xs.chunks_exact(n).enumerate() {
+                    out(k, run::<S, Id, NV, false>(s, Id, row, &mut []));
+                }
+            }
+            match LANES / S::F32_LANES {
+                4 => each::<S, 4>(s, xs, n, out),
+                8 => each::<S, 8>(s, xs, n, out),
+                16 => each::<S, 16>(s, xs, n, out),
+                32 => each::<S, 32>(s, xs, n, out),
+                _ => each::<S, 64>(s, xs, n, out),
+            }
+        }
+    }
+    assert!(n > 0 && xs.len() % n == 0);
+    arch().dispatch(Rows(xs, n, out))
+}
+
 /// The sum of `x * x` over `xs` (the squares rounded to float32, as torch's norm computes them).
 #[inline]
 pub fn sum_sq(xs: &[f32]) -> f64 {
@@ -254,6 +284,13 @@ mod tests {
         for n in [0, 1, 15, 63, 64, 65, 127, 1000, 1023, 1024, 1025, 2048 + 64 + 3, 5000] {
             let xs = data(n, n as u64 + 11);
             check(Id, &xs, "sum");
+            if n > 0 {
+                let rows = data(3 * n, 5);
+                let mut got = vec![];
+                sum_rows(&rows, n, &mut |k, s| got.push((k, s.to_bits())));
+                let want: Vec<(usize, u64)> = rows.chunks(n).map(|r| sum_ref(r).to_bits()).enumerate().collect();
+                assert_eq!(got, want, "rows of {n}");
+            }
             check(Square, &xs, "sum_sq");
             check(ExpShift(0.5), &xs, "exp_sum");
         }
