@@ -17,8 +17,8 @@ use super::simd::{self, aligned_head, Body};
 use super::Arg;
 use crate::element::Element;
 
-/// Contiguous runs at least this long run their slice loop under `simd::exec`, so LLVM
-/// vectorises it for the machine's widest registers (AVX-512 here) rather than SSE2.
+/// Contiguous runs at least this long run their slice loop under `simd::exec_256`, so LLVM
+/// vectorises it with AVX2 registers rather than SSE2.
 const WIDE_RUN: usize = 64;
 
 /// `dst[i] = f(src[i])` over slices, as a `simd::exec` body.
@@ -121,10 +121,24 @@ impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipInPlace<'_, T, B, F> {
     }
 }
 
-/// `dst[i] = f(a[i], b[i])` over the linear range `[start, end)` of a plan of rows of `cols`
-/// elements (`Plan::rows`), where `a` or `b` (`a_row`, `b_row`) is one row repeated: element
-/// `i` of a row operand is its element `i % cols`. One `simd::exec` call for the whole range
-/// (the runs path enters it once per row), in segments that end at row ends.
+/// Walks the linear range `[start, end)` of a plan of rows of `cols` elements (`Plan::rows`) in
+/// segments that end at row ends: `seg(i, col, len)` gets a segment's first index, the column
+/// it starts at and its length, so `[i, i + len)` lies in one row and `[col, col + len)` in a
+/// repeated row. The row kernels below differ only in what they read and write per segment.
+#[inline(always)]
+fn row_segments(cols: usize, start: usize, end: usize, mut seg: impl FnMut(usize, usize, usize)) {
+    let mut i = start;
+    while i < end {
+        let col = i % cols;
+        let len = (cols - col).min(end - i);
+        seg(i, col, len);
+        i += len;
+    }
+}
+
+/// `dst[i] = f(a[i], b[i])` over `[start, end)` of a plan of rows (`row_segments`), where `a`
+/// or `b` (`a_row`, `b_row`) is one row repeated: element `i` of a row operand is its element
+/// `i % cols`. One `simd::exec_256` call for the whole range (the runs path enters it once per row).
 struct ZipRows<'a, A, B, D, F> {
     dst: *mut D,
     a: *const A,
@@ -140,10 +154,7 @@ impl<A: Copy, B: Copy, D, F: Fn(A, B) -> D> Body for ZipRows<'_, A, B, D, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let mut i = self.start;
-        while i < self.end {
-            let col = i % self.cols;
-            let len = (self.cols - col).min(self.end - i);
+        row_segments(self.cols, self.start, self.end, |i, col, len| {
             let (ai, bi) = (if self.a_row { col } else { i }, if self.b_row { col } else { i });
             // SAFETY: [i, i + len) lies in one row of the plan, whose operands hold it (the
             // kernel's contract, under which `dst` overlaps neither input); a row operand's
@@ -158,12 +169,13 @@ impl<A: Copy, B: Copy, D, F: Fn(A, B) -> D> Body for ZipRows<'_, A, B, D, F> {
             for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
                 *o = (self.f)(x, y);
             }
-            i += len;
-        }
+        })
     }
 }
 
-/// `dst[i] = f(dst[i], row[i % cols])` over `[start, end)` of a plan of rows (`ZipRows` in place).
+/// `dst[i] = f(dst[i], row[i % cols])` over `[start, end)` of a plan of rows (`ZipRows` in
+/// place: `dst` is also the first input, so it is one mutable slice per segment, never a
+/// second, shared one).
 struct ZipRowsInPlace<'a, T, B, F> {
     dst: *mut T,
     row: *const B,
@@ -176,27 +188,26 @@ impl<T: Copy, B: Copy, F: Fn(T, B) -> T> Body for ZipRowsInPlace<'_, T, B, F> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let mut i = self.start;
-        while i < self.end {
-            let col = i % self.cols;
-            let len = (self.cols - col).min(self.end - i);
-            // SAFETY: as in `ZipRows`; `row` does not overlap `dst` (the kernel's contract).
+        row_segments(self.cols, self.start, self.end, |i, col, len| {
+            // SAFETY: [i, i + len) lies in one row of dst, which holds it, and [col, col + len)
+            // in `row`, which does not overlap dst (the kernel's contract).
             let (o, y) = unsafe {
                 (std::slice::from_raw_parts_mut(self.dst.add(i), len), std::slice::from_raw_parts(self.row.add(col), len))
             };
             for (o, &y) in o.iter_mut().zip(y) {
                 *o = (self.f)(*o, y);
             }
-            i += len;
-        }
+        })
     }
 }
 
-/// Runs `body` under `simd::exec` when the run is long enough to gain from it.
+/// Runs `body` under `simd::exec_256` when the run is long enough to gain from vectors: these
+/// loops stream their operands, and from L3 or DRAM 256-bit loads and stores beat AVX-512's
+/// on this Zen 4 (docs/kernels.md, "Vector width of the streaming loops").
 #[inline(always)]
-fn wide<B: Body<Output = ()>>(len: usize, body: B) {
+pub fn wide<B: Body<Output = ()>>(len: usize, body: B) {
     if len >= WIDE_RUN {
-        simd::exec(body)
+        simd::exec_256(body)
     } else {
         body.call()
     }
@@ -254,7 +265,7 @@ pub unsafe fn zip<A: Element, B: Element, D: Element>(
             let (d, pa, pb) = (dst.base.offset(plan.offset(0)), a.base.offset(plan.offset(1)), b.base.offset(plan.offset(2)));
             let (d, pa, pb) = (SendPtr(d), SendPtr(pa), SendPtr(pb));
             for_split(plan.numel(), split_threshold(3), |start, end| {
-                simd::exec(ZipRows { dst: d.get(), a: pa.get() as *const A, b: pb.get() as *const B, a_row, b_row, cols, start, end, f: &f })
+                simd::exec_256(ZipRows { dst: d.get(), a: pa.get() as *const A, b: pb.get() as *const B, a_row, b_row, cols, start, end, f: &f })
             });
             return;
         }
@@ -288,7 +299,7 @@ pub unsafe fn zip_inplace<T: Element, B: Element>(shape: &[usize], dst: Arg<T>, 
     if let Some((cols, [false, true])) = plan.rows() {
         let (d, pb) = (SendPtr(dst.base.offset(plan.offset(0))), SendPtr(b.base.offset(plan.offset(1))));
         for_split(plan.numel(), split_threshold(2), |start, end| {
-            simd::exec(ZipRowsInPlace { dst: d.get(), row: pb.get() as *const B, cols, start, end, f: &f })
+            simd::exec_256(ZipRowsInPlace { dst: d.get(), row: pb.get() as *const B, cols, start, end, f: &f })
         });
         return;
     }
@@ -335,4 +346,58 @@ pub unsafe fn zip3<A: Element, B: Element, C: Element, D: Element>(
             *d.offset(i * st[0]) = f(*a.offset(i * st[1]), *b.offset(i * st[2]), *c.offset(i * st[3]));
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_segments_tile_the_range_within_rows() {
+        for (cols, start, end) in [(7, 0, 70), (7, 3, 40), (1000, 999, 2001), (5, 4, 5), (3, 6, 6)] {
+            let mut next = start;
+            row_segments(cols, start, end, |i, col, len| {
+                assert_eq!((i, col), (next, next % cols));
+                assert!(len > 0 && col + len <= cols, "segment crosses a row end");
+                next = i + len;
+            });
+            assert_eq!(next, end);
+        }
+    }
+
+    /// A repeated row, on either side and in place, over enough rows that two threads split
+    /// the plan mid-row: every element against a plain loop.
+    #[test]
+    fn row_broadcasts_match_a_plain_loop() {
+        let (rows, cols) = (3001, 97);
+        let n = rows * cols;
+        let full: Vec<f32> = (0..n).map(|i| (i % 251) as f32 - 125.0).collect();
+        let row: Vec<f32> = (0..cols).map(|c| 0.5 + c as f32).collect();
+        let f = |x: f32, y: f32| x * 3.0 - y;
+        let (full_s, row_s) = (&[cols as isize, 1][..], &[0isize, 1][..]);
+        let arg = |v: &[f32], s| Arg { base: v.as_ptr() as *mut f32, strides: s, offset: 0 };
+        for row_first in [false, true] {
+            let mut out = vec![0f32; n];
+            let dst = Arg { base: out.as_mut_ptr(), strides: full_s, offset: 0 };
+            // SAFETY: every operand holds the shape's elements; `out` overlaps neither input.
+            unsafe {
+                if row_first {
+                    zip(&[rows, cols], dst, arg(&row, row_s), arg(&full, full_s), f);
+                } else {
+                    zip(&[rows, cols], dst, arg(&full, full_s), arg(&row, row_s), f);
+                }
+            }
+            for (i, &o) in out.iter().enumerate() {
+                let (x, y) = (full[i], row[i % cols]);
+                assert_eq!(o, if row_first { f(y, x) } else { f(x, y) }, "element {i}");
+            }
+        }
+        let mut xs = full.clone();
+        let dst = Arg { base: xs.as_mut_ptr(), strides: full_s, offset: 0 };
+        // SAFETY: both operands hold the shape's elements; `row` does not overlap `xs`.
+        unsafe { zip_inplace(&[rows, cols], dst, arg(&row, row_s), f) };
+        for (i, &o) in xs.iter().enumerate() {
+            assert_eq!(o, f(full[i], row[i % cols]), "element {i}");
+        }
+    }
 }

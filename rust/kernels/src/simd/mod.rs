@@ -71,6 +71,12 @@ pub trait Body {
 /// Runs `body` under the detected instruction set.
 #[inline]
 pub fn exec<B: Body>(body: B) -> B::Output {
+    exec_on(arch(), body)
+}
+
+/// Runs `body` compiled for instruction set `arch`.
+#[inline(always)]
+fn exec_on<B: Body>(arch: pulp::Arch, body: B) -> B::Output {
     struct Exec<B>(B);
     impl<B: Body> pulp::WithSimd for Exec<B> {
         type Output = B::Output;
@@ -79,7 +85,30 @@ pub fn exec<B: Body>(body: B) -> B::Output {
             self.0.call()
         }
     }
-    arch().dispatch(Exec(body))
+    arch.dispatch(Exec(body))
+}
+
+static ARCH_256: OnceLock<pulp::Arch> = OnceLock::new();
+
+/// The detected instruction set with vectors of at most 256 bits: AVX2+FMA (x86-v3) on a CPU
+/// that also has AVX-512, otherwise [`arch`] itself.
+#[inline]
+pub fn arch_256() -> pulp::Arch {
+    *ARCH_256.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        if let (pulp::Arch::V4(_), Some(v3)) = (arch(), pulp::x86::V3::try_new()) {
+            return pulp::Arch::V3(v3);
+        }
+        arch()
+    })
+}
+
+/// Runs `body` like [`exec`] but with vectors of at most 256 bits. For streaming loops whose
+/// operands live in L3 or DRAM, where 512-bit loads and stores are slower on this AVX-512 CPU
+/// (Zen 4; `kernels.md`, "Vector width of the streaming loops").
+#[inline]
+pub fn exec_256<B: Body>(body: B) -> B::Output {
+    exec_on(arch_256(), body)
 }
 
 /// A vector of f32 lanes for instruction set `S`, with arithmetic operators.

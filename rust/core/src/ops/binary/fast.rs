@@ -173,14 +173,11 @@ impl<T: Copy, F: Fn(T, T) -> T> crate::kernels::simd::Body for FlatInPlace<'_, T
     }
 }
 
-/// Runs `body` under `simd::exec` when it is long enough to gain from the wide registers.
+/// Runs `body` as the general kernels run their slice loops (`elementwise::wide`: 256-bit
+/// vectors from 64 elements), so both paths give the same bits at the same speed.
 #[inline(always)]
 fn exec<B: crate::kernels::simd::Body<Output = ()>>(n: usize, body: B) {
-    if n >= 64 {
-        crate::kernels::simd::exec(body)
-    } else {
-        body.call()
-    }
+    crate::kernels::elementwise::wide(n, body)
 }
 
 /// Runs `piece(start, end)` over `[0, n)`: at once below `FAST_MAX`, else split over the

@@ -3,8 +3,8 @@
 //! As for `+ - * /` (`binary::fast`): on a row-major float tensor on the CPU, the general
 //! path's layout work (result dtype, cast, iterator layout, run plan: about 1 µs a call) cannot
 //! change the answer, so the loop runs at once over the tensor's slice into a fresh row-major
-//! result, with the general path's own per-element function (`with_float_fn!`) under
-//! `simd::exec`, as the general kernel runs it: the bits are the general path's. Large calls
+//! result, with the general path's own per-element function (`with_float_fn!`) through
+//! `elementwise::wide`, as the general kernel runs it: the bits are the general path's. Large calls
 //! split over the threads from the general kernel's threshold (`split_threshold(2)`). The ops
 //! with vectorised kernels (exp, tanh, ... `kernels::unary::math`) keep the general path, as
 //! does everything else.
@@ -14,7 +14,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
-/// `dst[i] = f(src[i])` over slices, as a `simd::exec` body.
+/// `dst[i] = f(src[i])` over slices, as a `simd::Body`.
 struct Map<'a, T, F> {
     dst: &'a mut [T],
     src: &'a [T],
@@ -65,12 +65,7 @@ pub(crate) fn fast_unary(op: UnaryOp, x: &Tensor) -> Result<Option<Tensor>> {
                         std::slice::from_raw_parts(sp.get().add(s) as *const $T, e - s),
                     )
                 };
-                let body = Map { dst, src, f };
-                if e - s >= 64 {
-                    crate::kernels::simd::exec(body)
-                } else {
-                    crate::kernels::simd::Body::call(body)
-                }
+                crate::kernels::elementwise::wide(e - s, Map { dst, src, f })
             })
         }};
     }
