@@ -1,4 +1,5 @@
-"""The backward of a view that only renames elements (view, t, transpose, permute, unsqueeze) is
+"""The backward of a view that only renames elements (view, t, transpose, permute, unsqueeze,
+squeeze) is
 a view of the gradient, as torch's formulas are (`grad.reshape(sizes)`, `grad.t()`,
 `grad.transpose(d0, d1)`, `permute_backwards`, `grad.squeeze(dim)`): the gradient reaching the
 input keeps torch's strides, the `.grad` a leaf receives has torch's strides and `_version`, and
@@ -30,6 +31,17 @@ VIEWS = [
     ("unsqueeze", lambda x: x.unsqueeze(1), (3, 4)),
     ("unsqueeze_neg", lambda x: x.unsqueeze(-1), (3, 4)),
     ("t_of_permute", lambda x: x.permute(1, 0, 2).reshape(6, 4).t(), (2, 3, 4)),
+    ("squeeze_all", lambda x: x.squeeze(), (1, 3, 1, 4, 1)),
+    ("squeeze_all_none", lambda x: x.squeeze(), (3, 4)),
+    ("squeeze_all_to_0d", lambda x: x.squeeze(), (1, 1)),
+    ("squeeze_dim", lambda x: x.squeeze(2), (3, 4, 1, 2)),
+    ("squeeze_dim_neg", lambda x: x.squeeze(-2), (3, 4, 1, 2)),
+    ("squeeze_dim_noop", lambda x: x.squeeze(1), (3, 4, 1)),
+    ("squeeze_dims", lambda x: x.squeeze((0, 2, 3)), (1, 3, 1, 5, 1)),
+    ("squeeze_dims_neg", lambda x: x.squeeze((-1, 0)), (1, 3, 1, 1)),
+    ("squeeze_dims_noop", lambda x: x.squeeze((1,)), (2, 3)),
+    ("squeeze_of_t", lambda x: x.t().squeeze(), (1, 4)),
+    ("squeeze_of_permute", lambda x: x.permute(2, 0, 1).squeeze(0), (3, 4, 1)),
 ]
 
 
@@ -93,3 +105,32 @@ def test_view_gradient_is_not_shared_with_other_consumers():
     mx.grad.zero_()
     tx.grad.zero_()
     assert_same(mx.grad, tx.grad, check_stride=True)
+
+
+@pytest.mark.parametrize("form", ["all", "dim", "dims"])
+def test_squeeze_gradient_of_a_strided_gradient_keeps_its_strides(form):
+    # the gradient reaching squeeze's node is itself a transposed view: unsqueezing it (torch)
+    # keeps those strides, where scattering into zeros would make it contiguous
+    sq = {"all": lambda x: x.squeeze(), "dim": lambda x: x.squeeze(-1).squeeze(1), "dims": lambda x: x.squeeze((1, 3))}[form]
+    out = {}
+    for lib in (mg, torch):
+        x = lib.tensor(rand(4, 1, 3, 1)).requires_grad_()
+        v = sq(x)
+        seen = {}
+        x.register_hook(lambda g: seen.update(stride=tuple(g.stride())))
+        (v.t().t().t() * lib.tensor(rand(3, 4, seed=6))).sum().backward()
+        out[lib.__name__] = (x.grad, seen)
+    assert out["minigrad"][1] == out["torch"][1]
+    assert_same(out["minigrad"][0], out["torch"][0], check_stride=True)
+    assert out["minigrad"][0]._version == out["torch"][0]._version
+
+
+def test_squeeze_noop_passes_the_gradient_itself():
+    # torch's unsqueeze_to returns the gradient unchanged when nothing was squeezed: the leaf's
+    # .grad is then the fresh gradient of `v * 2`, not a view of it.
+    for lib in (mg, torch):
+        x = lib.tensor(rand(2, 3)).requires_grad_()
+        v = x.squeeze(0)
+        (v * 2).sum().backward()
+        assert x.grad._base is None
+        assert x.grad._version == 0

@@ -81,7 +81,14 @@ fn can_steal(g: &Tensor, variable: &Tensor) -> bool {
         && g.layout.offset == 0
         && g.numel() == g.storage.len()
         && g.dtype() == variable.dtype()
-        && g.strides() == ops::preserved_layout(variable).strides.as_slice()
+        && obeys_layout_contract(g, &ops::preserved_layout(variable).strides)
+}
+
+/// torch's `obeys_layout_contract`: the strides match where a dim's size is not 1; a size-1
+/// dim's stride is free but not 0 (the gradient of `x.t().squeeze()` on a `[1, n]` leaf comes
+/// back as `[1, n]` with strides `(1, 1)`, which torch keeps as `.grad`).
+fn obeys_layout_contract(g: &Tensor, want: &[isize]) -> bool {
+    g.shape().len() == want.len() && g.shape().iter().zip(g.strides()).zip(want).all(|((&n, &s), &w)| if n == 1 { s != 0 } else { s == w })
 }
 
 /// Nothing but the backward pass holds `g`'s storage: one handle, or two for a view made in

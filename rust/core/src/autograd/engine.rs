@@ -224,7 +224,7 @@ fn add_to_buffer(buffers: &mut HashMap<Key, Vec<Option<Tensor>>>, n: &Arc<Node>,
 
 /// Tensor hooks registered on the node's outputs (R31), then `retain_grad` stores (always last).
 fn call_tensor_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-    let hooks: Vec<_> = node.tensor_hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let hooks: Vec<_> = node.read_hooks(|h| h.tensor_hooks.clone());
     for (nr, _, h) in hooks {
         if let Some(Some(g)) = grads.get(nr) {
             if let Some(new) = h(g)? {
@@ -232,7 +232,8 @@ fn call_tensor_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<
             }
         }
     }
-    let retains: Vec<_> = node.retains.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // (read after the hooks ran: a hook may have asked for retain_grad)
+    let retains: Vec<_> = node.read_hooks(|h| h.retains.clone());
     for (nr, meta) in retains {
         let (Some(meta), Some(Some(g))) = (meta.upgrade(), grads.get(nr)) else { continue };
         let mut m = meta.lock();
@@ -246,13 +247,13 @@ fn call_tensor_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<
 }
 
 fn call_node(node: &Arc<Node>, mut grads: Vec<Option<Tensor>>, keep_graph: bool) -> Result<Vec<Option<Tensor>>> {
-    let pre: Vec<_> = node.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, h)| h.clone()).collect();
+    let pre: Vec<_> = node.read_hooks(|h| h.pre_hooks.iter().map(|(_, h)| h.clone()).collect());
     for h in pre {
         if let Some(new) = h(&grads)? {
             grads = new;
         }
     }
-    let inputs_for_hooks = if node.post_hooks.lock().unwrap_or_else(|e| e.into_inner()).is_empty() { None } else { Some(grads.clone()) };
+    let inputs_for_hooks = if node.read_hooks(|h| !h.post_hooks.is_empty()) { Some(grads.clone()) } else { None };
     let result = node.apply(grads).and_then(|outs| validate_outputs(node, outs));
     let mut outputs = match result {
         Ok(o) => o,
@@ -274,7 +275,7 @@ fn call_node(node: &Arc<Node>, mut grads: Vec<Option<Tensor>>, keep_graph: bool)
         node.release();
     }
     if let Some(grad_inputs) = inputs_for_hooks {
-        let post: Vec<_> = node.post_hooks.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, h)| h.clone()).collect();
+        let post: Vec<_> = node.read_hooks(|h| h.post_hooks.iter().map(|(_, h)| h.clone()).collect());
         for h in post {
             if let Some(new) = h(&outputs, &grad_inputs)? {
                 outputs = new;

@@ -102,10 +102,11 @@ fn move_retains(t: &Tensor, old: Option<&Arc<Node>>) {
         return;
     }
     if let Some(old) = old {
-        old.retains.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, m)| !m.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &t.meta)));
+        old.edit_hooks(|h| h.retains.retain(|(_, m)| !m.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &t.meta))));
     }
     if let Some(new) = t.raw_grad_fn() {
-        new.retains.lock().unwrap_or_else(|e| e.into_inner()).push((t.output_nr(), Arc::downgrade(&t.meta)));
+        let nr = t.output_nr();
+        new.edit_hooks(|h| h.retains.push((nr, Arc::downgrade(&t.meta))));
     }
 }
 

@@ -177,6 +177,30 @@ impl Tensor {
         Ok(Edge::none())
     }
 
+    /// `(requires_grad(), gradient_edge())` for recording an op, the edge none where no grad
+    /// is required. A tensor that is not a view has no history to regenerate, so one lock
+    /// answers both unless its leaf accumulator must be made (issue 13, per-op overhead).
+    pub fn recording_edge(&self) -> crate::Result<(bool, Edge)> {
+        {
+            let m = self.meta.lock();
+            if m.view.is_none() {
+                if let Some(f) = &m.grad_fn {
+                    return Ok((true, Edge { node: Some(f.clone()), input_nr: m.output_nr }));
+                }
+                if !m.requires_grad {
+                    return Ok((false, Edge::none()));
+                }
+                if let Some(n) = m.grad_accumulator.upgrade() {
+                    return Ok((true, Edge { node: Some(n), input_nr: 0 }));
+                }
+            }
+        }
+        if !self.requires_grad() {
+            return Ok((false, Edge::none()));
+        }
+        Ok((true, self.gradient_edge()?))
+    }
+
     /// Makes this tensor output `output_nr` of `node` (a non-leaf from now on).
     pub fn set_gradient_edge(&self, node: Arc<Node>, output_nr: usize) {
         let mut m = self.meta.lock();

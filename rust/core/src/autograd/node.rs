@@ -126,6 +126,19 @@ pub trait Backward: Send {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// A node's hook lists. Few nodes ever get a hook, so a node holds them behind one lazily made
+/// box instead of four locked vectors: a smaller node to build, copy and drop per recorded op
+/// (issue 13, per-op overhead).
+#[derive(Default)]
+pub struct NodeHooks {
+    /// Tensor hooks registered on this node's outputs: (output_nr, id, hook).
+    pub tensor_hooks: Vec<(usize, u64, Hook)>,
+    /// Tensors that asked `retain_grad()` while this node was their grad_fn.
+    pub retains: Vec<(usize, Weak<MetaCell>)>,
+    pub pre_hooks: Vec<(u64, NodePreHook)>,
+    pub post_hooks: Vec<(u64, NodeHook)>,
+}
+
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
 
 pub struct Node {
@@ -137,12 +150,8 @@ pub struct Node {
     /// How many outputs the forward had (gradient slots this node receives).
     pub num_outputs: usize,
     body: Mutex<Body>,
-    /// Tensor hooks registered on this node's outputs: (output_nr, id, hook).
-    pub tensor_hooks: Mutex<Vec<(usize, u64, super::node::Hook)>>,
-    /// Tensors that asked `retain_grad()` while this node was their grad_fn.
-    pub retains: Mutex<Vec<(usize, Weak<MetaCell>)>>,
-    pub pre_hooks: Mutex<Vec<(u64, NodePreHook)>>,
-    pub post_hooks: Mutex<Vec<(u64, NodeHook)>>,
+    /// The hook lists, made when the first hook is registered (see `NodeHooks`).
+    hooks: Mutex<Option<Box<NodeHooks>>>,
     /// Anomaly mode: where the forward op was called.
     pub trace: Option<String>,
     /// The binding's Python object for this node (borrowed pointer, kept current by it).
@@ -163,13 +172,22 @@ impl Node {
             inputs: inputs.into(),
             num_outputs,
             body: Mutex::new(body),
-            tensor_hooks: Mutex::new(Vec::new()),
-            retains: Mutex::new(Vec::new()),
-            pre_hooks: Mutex::new(Vec::new()),
-            post_hooks: Mutex::new(Vec::new()),
+            hooks: Mutex::new(None),
             trace,
             py_object: AtomicUsize::new(0),
         })
+    }
+
+    /// Edits the hook lists (made on first use). Callers run no hook under this lock.
+    pub fn edit_hooks<R>(&self, f: impl FnOnce(&mut NodeHooks) -> R) -> R {
+        let mut h = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        f(h.get_or_insert_with(Default::default))
+    }
+
+    /// Reads the hook lists; a node without any gives `R::default()`.
+    pub fn read_hooks<R: Default>(&self, f: impl FnOnce(&NodeHooks) -> R) -> R {
+        let h = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        h.as_deref().map(f).unwrap_or_default()
     }
 
     pub fn body(&self) -> MutexGuard<'_, Body> {

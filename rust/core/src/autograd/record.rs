@@ -54,16 +54,25 @@ pub fn should_record(inputs: &[Option<&Tensor>]) -> bool {
 impl Recorder {
     /// For an out-of-place op over `inputs` (None for arguments that are not tensors).
     pub fn new(inputs: &[Option<&Tensor>]) -> Result<Option<Recorder>> {
-        if !should_record(inputs) {
+        if !mode::is_grad_enabled() {
             return Ok(None);
         }
-        let edges = inputs
-            .iter()
-            .map(|t| match t {
-                Some(t) if t.requires_grad() => t.gradient_edge(),
-                _ => Ok(Edge::none()),
-            })
-            .collect::<Result<Edges>>()?;
+        // `should_record` and each input's gradient edge in one pass (one look at the meta of
+        // a tensor that is not a view): an input that requires no grad gets no edge, and the
+        // others' edges are collected in order, as before.
+        let mut any = false;
+        let mut edges = Edges::new();
+        for t in inputs {
+            let (requires, edge) = match t {
+                Some(t) => t.recording_edge()?,
+                None => (false, Edge::none()),
+            };
+            any |= requires;
+            edges.push(edge);
+        }
+        if !any {
+            return Ok(None);
+        }
         Ok(Some(Recorder { edges, inputs: inputs.iter().map(|t| input_meta(*t)).collect(), saved: Vec::new(), values: Vec::new(), to_pack: Vec::new() }))
     }
 

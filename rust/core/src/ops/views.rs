@@ -303,12 +303,13 @@ pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
 }
 
 /// `squeeze()` (SqueezeBackward0) and `squeeze(dims)` with a list of dims (SqueezeBackward2).
+/// The backward is torch's `unsqueeze_to`: the gradient unsqueezed at the dims squeezed away.
 pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, dims)?;
-    let d = dims.map(|d| d.to_vec());
     let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward2" };
-    record_view(name, t, &[&out], Arc::new(move |z| one(squeeze_raw(z, d.as_deref()))))?;
+    let removed = squeezed_dims(t, dims)?;
+    record_view_of_grad(name, t, &out, move |g| unsqueeze_dims_of(g, &removed))?;
     Ok(out)
 }
 
@@ -316,7 +317,28 @@ pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, Some(&[dim]))?;
-    record_view("SqueezeBackward1", t, &[&out], Arc::new(move |z| one(squeeze_raw(z, Some(&[dim])))))?;
+    let removed = squeezed_dims(t, Some(&[dim]))?;
+    record_view_of_grad("SqueezeBackward1", t, &out, move |g| unsqueeze_dims_of(g, &removed))?;
+    Ok(out)
+}
+
+/// The dims `squeeze` removes from `t` (targeted and of size 1), ascending.
+fn squeezed_dims(t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<i64>> {
+    let n = t.ndim();
+    let targets: Vec<usize> = match dims {
+        None => (0..n).collect(),
+        Some(ds) => crate::shape::wrap_dims(ds, n)?,
+    };
+    Ok((0..n).filter(|i| t.shape()[*i] == 1 && targets.contains(i)).map(|i| i as i64).collect())
+}
+
+/// `g` unsqueezed at each of `dims` (ascending, so each index is final); with none removed it is
+/// the gradient itself, as torch passes it through unchanged.
+fn unsqueeze_dims_of(g: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let mut out = g.clone();
+    for &d in dims {
+        out = unsqueeze(&out, d)?;
+    }
     Ok(out)
 }
 

@@ -37,7 +37,7 @@ impl PyNode {
                 if r.is_none() { Ok(None) } else { from_opt_tensors(&r).map(Some).map_err(stash) }
             })
         });
-        self.node()?.post_hooks.lock().unwrap_or_else(|e| e.into_inner()).push((id, hook));
+        self.node()?.edit_hooks(|h| h.post_hooks.push((id, hook)));
         Ok(id)
     }
 
@@ -50,14 +50,16 @@ impl PyNode {
                 if r.is_none() { Ok(None) } else { from_opt_tensors(&r).map(Some).map_err(stash) }
             })
         });
-        self.node()?.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).push((id, hook));
+        self.node()?.edit_hooks(|h| h.pre_hooks.push((id, hook)));
         Ok(id)
     }
 
     fn _remove_hook(&self, id: u64) -> PyResult<()> {
         let n = self.node()?;
-        n.post_hooks.lock().unwrap_or_else(|e| e.into_inner()).retain(|(i, _)| *i != id);
-        n.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).retain(|(i, _)| *i != id);
+        n.edit_hooks(|h| {
+            h.post_hooks.retain(|(i, _)| *i != id);
+            h.pre_hooks.retain(|(i, _)| *i != id);
+        });
         Ok(())
     }
 }
@@ -72,7 +74,10 @@ impl TensorBase {
         let id = next_hook_id();
         let hook = py_hook(f);
         match self.t.grad_fn().map_err(to_py)? {
-            Some(n) => n.tensor_hooks.lock().unwrap_or_else(|e| e.into_inner()).push((self.t.output_nr(), id, hook)),
+            Some(n) => {
+                let nr = self.t.output_nr();
+                n.edit_hooks(|h| h.tensor_hooks.push((nr, id, hook)))
+            }
             None => self.t.meta.lock().hooks.push((id, hook)),
         }
         Ok(id)
@@ -81,7 +86,7 @@ impl TensorBase {
     fn _remove_hook(&self, id: u64) -> PyResult<()> {
         self.t.meta.lock().hooks.retain(|(i, _)| *i != id);
         if let Some(n) = self.t.raw_grad_fn() {
-            n.tensor_hooks.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, i, _)| *i != id);
+            n.edit_hooks(|h| h.tensor_hooks.retain(|(_, i, _)| *i != id));
         }
         Ok(())
     }

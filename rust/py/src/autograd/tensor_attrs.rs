@@ -91,7 +91,8 @@ impl TensorBase {
             return Ok(());
         }
         let f = self.t.grad_fn().map_err(to_py)?.expect("non-leaf has a grad_fn");
-        f.retains.lock().unwrap_or_else(|e| e.into_inner()).push((self.t.output_nr(), Arc::downgrade(&self.t.meta)));
+        let nr = self.t.output_nr();
+        f.edit_hooks(|h| h.retains.push((nr, Arc::downgrade(&self.t.meta))));
         self.t.meta.lock().retains_grad = true;
         Ok(())
     }
