@@ -20,8 +20,6 @@ pub mod normal;
 pub mod sum;
 #[cfg(test)]
 mod accuracy_tests;
-#[cfg(test)]
-mod timing_probe;
 
 use pulp::Simd;
 use std::ops::{Add, Div, Mul, Neg, Sub};
