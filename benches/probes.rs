@@ -4,7 +4,7 @@
 //! They were `#[ignore]`d tests; they assert nothing, and speed claims still come from
 //! `minigrad bench`. One thread unless a line says `t2`.
 
-use minigrad_kernels::bench_api::{conv_path, ConvPath};
+use minigrad_kernels::conv::bench_paths::{conv_path, ConvPath};
 use minigrad_kernels::conv::Geometry;
 use minigrad_kernels::parallel::SendPtr;
 use minigrad_kernels::reduce::reduce;
@@ -52,7 +52,7 @@ fn pool(threads: usize) -> rayon::ThreadPool {
 fn sums() {
     let x: Vec<f32> = (0..1_000_000).map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
     let mut y = vec![0f32; x.len()];
-    let mut time = |name: &str, f: &mut dyn FnMut() -> f64| {
+    let time = |name: &str, f: &mut dyn FnMut() -> f64| {
         let t = best(50, 1, || {
             black_box(f());
         });
@@ -161,7 +161,7 @@ fn conv_paths() {
             let gy = pseudo_random(n * k * hw * hw, 3, -1.0, 2.0);
             let (mut out, mut dx, mut dw) = (vec![0f32; gy.len()], vec![0f32; x.len()], vec![0f32; w.len()]);
             println!("{n}x{c}x{hw}x{hw} -> {k}: fwd / input grad / weight grad, µs");
-            let paths = [1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18].map(|b| (format!("winograd budget 2^{:2}", b.trailing_zeros()), ConvPath::Winograd(b)));
+            let paths = [1usize << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18].map(|b| (format!("winograd budget 2^{:2}", b.trailing_zeros()), ConvPath::Winograd(b)));
             let more = [("im2col chunked".to_string(), ConvPath::Im2colChunked), ("im2col per image".to_string(), ConvPath::Im2colPerImage)];
             for (name, path) in paths.into_iter().chain(more) {
                 let us = |f: &mut dyn FnMut()| best(30, 10, f) * 1e6;
