@@ -15,6 +15,8 @@
 //! splits output blocks across threads, never k); the weight gradient accumulates the chunks one
 //! after another, and the chunk size depends on the geometry only, not on the thread count.
 
+#[doc(hidden)]
+pub mod bench_paths;
 mod per_image;
 mod scratch;
 mod small_k;
@@ -258,7 +260,7 @@ pub fn forward<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T],
     forward_in_chunks(x, w, bias, out, g, COLS_BUDGET)
 }
 
-fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn forward_in_chunks<T: ConvElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     let (p, rows, cout_g) = (g.pixels(), g.rows_g(), g.cout_g());
     let out_img = g.c_out * p;
     if p == 0 || g.c_out == 0 || g.n == 0 {
@@ -301,7 +303,7 @@ pub fn grad_input<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) 
     grad_input_in_chunks(grad, w, dx, g, COLS_BUDGET)
 }
 
-fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn grad_input_in_chunks<T: ConvElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     let (p, rows, cout_g) = (g.pixels(), g.rows_g(), g.cout_g());
     let img = g.c_in * g.h * g.w;
     dx.fill(T::zero());
@@ -344,7 +346,7 @@ pub fn grad_weight<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry)
     grad_weight_in_chunks(x, grad, dw, g, COLS_BUDGET)
 }
 
-fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn grad_weight_in_chunks<T: ConvElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     let (p, rows, cout_g) = (g.pixels(), g.rows_g(), g.cout_g());
     if p == 0 || g.n == 0 {
         dw.fill(T::zero());
@@ -438,5 +440,3 @@ fn deep_gemm<T: ConvElem>(m: usize, n: usize, k: usize, acc: &mut [T], a: Mat<T>
 #[cfg(test)]
 mod tests;
 
-#[cfg(test)]
-mod timing_probe;

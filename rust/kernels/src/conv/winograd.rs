@@ -128,6 +128,7 @@ fn block(r: usize, c: usize, hh: usize, wh: usize) -> usize {
 /// (L1-resident) and then copied line by line: writing the blocks (a power of two apart) one
 /// element at a time would thrash the L1 sets.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn pack<T: WinoElem>(src: &[T], nb: usize, ch: usize, (h, w): (usize, usize), (ph, pw): (usize, usize), (hh, wh): (usize, usize), dst: &mut [T]) {
     let blk = nb * ch;
     for r in 0..2 * hh {
@@ -176,6 +177,7 @@ fn copy_line<T: Copy>(dst: &mut [T], src: &[T]) {
 
 /// The inverse of `pack` for the output: `out[i][co][oy][ox] = y[block(oy, ox)][i][co] + bias[co]`,
 /// `y` a parity-split grid of `2th × 2tw` positions.
+#[inline(always)]
 fn unpack<T: WinoElem>(y: &[T], nb: usize, ch: usize, (oh, ow): (usize, usize), (th, tw): (usize, usize), bias: Option<&[T]>, out: &mut [T]) {
     let (blk, hw) = (nb * ch, oh * ow);
     let zeros = vec![T::zero(); ch];
@@ -283,25 +285,30 @@ fn planes<T>(v: &mut [T], ps: usize) -> Vec<&mut [T]> {
 /// over (tile row, image, channel).
 #[inline(always)]
 fn input_transform<T: WinoElem>(xp: &[T], blk: usize, pl: Plan, v: &mut [T], ps: usize) {
+    for tx in 0..pl.tw {
+        input_column(xp, blk, pl, tx, v, ps, tx * pl.th * blk);
+    }
+}
+
+/// Tile column `tx` of `input_transform`, its runs at offset `at` of each plane.
+#[inline(always)]
+fn input_column<T: WinoElem>(xp: &[T], blk: usize, pl: Plan, tx: usize, v: &mut [T], ps: usize, at: usize) {
     let (hh, wh) = (pl.th + 1, pl.tw + 1);
     let l = pl.th * blk;
-    let tap = |tx: usize, i: usize, j: usize| {
+    let tap = |i: usize, j: usize| {
         let at = block(i, j + 2 * tx, hh, wh) * blk;
         &xp[at..at + l]
     };
-    let mut planes = planes(v, ps);
-    for tx in 0..pl.tw {
-        for (a, quad) in planes.chunks_mut(4).enumerate() {
-            let [v0, v1, v2, v3] = quad else { unreachable!("16 planes") };
-            let r = tx * l..(tx + 1) * l;
-            let o = [&mut v0[r.clone()], &mut v1[r.clone()], &mut v2[r.clone()], &mut v3[r]];
-            let (pa, qa, sub) = BT[a];
-            let (p, q) = ([0, 1, 2, 3].map(|j| tap(tx, pa, j)), [0, 1, 2, 3].map(|j| tap(tx, qa, j)));
-            if sub {
-                input_row::<T, true>(o, p, q);
-            } else {
-                input_row::<T, false>(o, p, q);
-            }
+    for (a, quad) in planes(v, ps).chunks_mut(4).enumerate() {
+        let [v0, v1, v2, v3] = quad else { unreachable!("16 planes") };
+        let r = at..at + l;
+        let o = [&mut v0[r.clone()], &mut v1[r.clone()], &mut v2[r.clone()], &mut v3[r]];
+        let (pa, qa, sub) = BT[a];
+        let (p, q) = ([0, 1, 2, 3].map(|j| tap(pa, j)), [0, 1, 2, 3].map(|j| tap(qa, j)));
+        if sub {
+            input_row::<T, true>(o, p, q);
+        } else {
+            input_row::<T, false>(o, p, q);
         }
     }
 }
@@ -310,21 +317,27 @@ fn input_transform<T: WinoElem>(xp: &[T], blk: usize, pl: Plan, v: &mut [T], ps:
 /// parity-split output grid (`th × tw` halves). Aᵀ's rows: (1, 1, 1, 0), (0, 1, -1, -1).
 #[inline(always)]
 fn output_transform<T: WinoElem>(m: &[T], blk: usize, pl: Plan, ps: usize, y: &mut [T]) {
-    let l = pl.th * blk;
-    let mt = |xi: usize, tx: usize| &m[xi * ps + tx * l..xi * ps + (tx + 1) * l];
     for tx in 0..pl.tw {
-        for a in 0..2 {
-            let at0 = block(a, 2 * tx, pl.th, pl.tw) * blk;
-            let at1 = block(a, 2 * tx + 1, pl.th, pl.tw) * blk;
-            // Column parity is the outermost index: the two runs never overlap.
-            let (lo, hi) = y.split_at_mut(at1);
-            let o = [&mut lo[at0..at0 + l], &mut hi[..l]];
-            let row = |i: usize| [0, 1, 2, 3].map(|j| mt(i * 4 + j, tx));
-            if a == 0 {
-                output_row::<T, false>(o, row(0), row(1), row(2));
-            } else {
-                output_row::<T, true>(o, row(1), row(2), row(3));
-            }
+        output_column(m, blk, pl, tx, ps, tx * pl.th * blk, y);
+    }
+}
+
+/// Tile column `tx` of `output_transform`, read from offset `at` of each plane of `m`.
+#[inline(always)]
+fn output_column<T: WinoElem>(m: &[T], blk: usize, pl: Plan, tx: usize, ps: usize, at: usize, y: &mut [T]) {
+    let l = pl.th * blk;
+    let mt = |xi: usize| &m[xi * ps + at..xi * ps + at + l];
+    for a in 0..2 {
+        let at0 = block(a, 2 * tx, pl.th, pl.tw) * blk;
+        let at1 = block(a, 2 * tx + 1, pl.th, pl.tw) * blk;
+        // Column parity is the outermost index: the two runs never overlap.
+        let (lo, hi) = y.split_at_mut(at1);
+        let o = [&mut lo[at0..at0 + l], &mut hi[..l]];
+        let row = |i: usize| [0, 1, 2, 3].map(|j| mt(i * 4 + j));
+        if a == 0 {
+            output_row::<T, false>(o, row(0), row(1), row(2));
+        } else {
+            output_row::<T, true>(o, row(1), row(2), row(3));
         }
     }
 }
@@ -387,32 +400,69 @@ impl<T: WinoElem> Kernels<T> {
 }
 
 /// The forward of one chunk of `nb` images: pack, input transform, 16 products, output
-/// transform, unpack.
+/// transform, unpack. With `small_k`'s products the middle three run per tile column, so that
+/// the column's V and M (`16·th·nb` rows) stay in L2 between the steps; the whole chunk's
+/// (1 MiB for the bench's 64x16x8x8) went out to L3 and back.
 fn forward_chunk<T: WinoElem>(x: &[T], u: &Kernels<T>, bias: Option<&[T]>, out: &mut [T], nb: usize, g: &Geometry) -> Result<()> {
     let pl = Plan::new(g);
     let (c, k, t) = (g.c_in, g.c_out, pl.tiles());
-    let cols = t * nb;
+    let cols = if u.shallow { pl.th * nb } else { t * nb };
     let mut xp = Buf::<T>::new(&[4 * (pl.th + 1) * (pl.tw + 1), nb, c])?;
     let (vs, ms) = (plane_stride::<T>(cols * c), plane_stride::<T>(cols * k));
     let mut v = Buf::<T>::new(&[16, vs])?;
     let mut m = Buf::<T>::new(&[16, ms])?;
     let mut y = Buf::<T>::new(&[4 * t, nb, k])?;
-    pack(x, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), &mut xp);
-    crate::simd::run(|| input_transform(&xp, nb * c, pl, &mut v, vs));
-    for xi in 0..16 {
-        let dst = &mut m[xi * ms..xi * ms + cols * k];
-        if u.shallow {
-            // Row j of V[ξ] (its c channels) times Uᵀ[ξ] ([c][k]): row j of M[ξ].
-            small_k::product(cols, k, c, &v[xi * vs..], &u.u[xi * c * k..], k, dst);
-            continue;
-        }
-        let a = Mat { data: &u.u[xi * k * c..], rs: c, cs: 1 };
-        let b = Mat { data: &v[xi * vs..], rs: 1, cs: c };
-        gemm(k, cols, c, dst, (1, k), a, b, false);
-    }
-    crate::simd::run(|| output_transform(&m, nb * k, pl, ms, &mut y));
-    unpack(&y, nb, k, (g.oh, g.ow), (pl.th, pl.tw), bias, out);
+    crate::simd::exec(ForwardChunk { x, u, bias, out, nb, g, pl, xp: &mut xp, v: &mut v, vs, m: &mut m, ms, y: &mut y });
     Ok(())
+}
+
+/// `forward_chunk`'s loops as a `simd::exec` body: the transforms, pack and unpack compiled for
+/// the wide registers (under `simd::run` closures LLVM did not inline, they ran as SSE2).
+struct ForwardChunk<'a, T> {
+    x: &'a [T],
+    u: &'a Kernels<T>,
+    bias: Option<&'a [T]>,
+    out: &'a mut [T],
+    nb: usize,
+    g: &'a Geometry,
+    pl: Plan,
+    xp: &'a mut [T],
+    v: &'a mut [T],
+    vs: usize,
+    m: &'a mut [T],
+    ms: usize,
+    y: &'a mut [T],
+}
+
+impl<T: WinoElem> crate::simd::Body for ForwardChunk<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let ForwardChunk { x, u, bias, out, nb, g, pl, xp, v, vs, m, ms, y } = self;
+        let (c, k) = (g.c_in, g.c_out);
+        pack(x, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
+        if u.shallow {
+            let cols = pl.th * nb;
+            for tx in 0..pl.tw {
+                input_column(xp, nb * c, pl, tx, v, vs, 0);
+                for xi in 0..16 {
+                    // Row j of V[ξ] (its c channels) times Uᵀ[ξ] ([c][k]): row j of M[ξ].
+                    small_k::product(cols, k, c, &v[xi * vs..], &u.u[xi * c * k..], k, &mut m[xi * ms..xi * ms + cols * k]);
+                }
+                output_column(m, nb * k, pl, tx, ms, 0, y);
+            }
+        } else {
+            let cols = pl.tiles() * nb;
+            input_transform(xp, nb * c, pl, v, vs);
+            for xi in 0..16 {
+                let a = Mat { data: &u.u[xi * k * c..], rs: c, cs: 1 };
+                let b = Mat { data: &v[xi * vs..], rs: 1, cs: c };
+                gemm(k, cols, c, &mut m[xi * ms..xi * ms + cols * k], (1, k), a, b, false);
+            }
+            output_transform(m, nb * k, pl, ms, y);
+        }
+        unpack(y, nb, k, (g.oh, g.ow), (pl.th, pl.tw), bias, out);
+    }
 }
 
 /// Runs `f(first image, images, chunk of out)` over the chunks of `nb` images of `out` (`img`
@@ -437,7 +487,7 @@ pub fn forward<T: WinoElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T],
     forward_in_chunks(x, w, bias, out, g, CHUNK_BUDGET)
 }
 
-pub(super) fn forward_in_chunks<T: WinoElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn forward_in_chunks<T: WinoElem>(x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     debug_assert!(suits(g));
     let u = transform_weights(g.c_out, g.c_in, |co, ci, tap| w[(co * g.c_in + ci) * 9 + tap]);
     forward_u(x, u, bias, out, g, budget)
@@ -449,7 +499,7 @@ pub fn grad_input<T: WinoElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry) 
     grad_input_in_chunks(grad, w, dx, g, CHUNK_BUDGET)
 }
 
-pub(super) fn grad_input_in_chunks<T: WinoElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn grad_input_in_chunks<T: WinoElem>(grad: &[T], w: &[T], dx: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     debug_assert!(suits_input_grad(g));
     let t = Geometry {
         c_in: g.c_out,
@@ -471,7 +521,7 @@ pub fn grad_weight<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry)
     grad_weight_in_chunks(x, grad, dw, g, CHUNK_BUDGET)
 }
 
-pub(super) fn grad_weight_in_chunks<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
+pub(crate) fn grad_weight_in_chunks<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [T], g: &Geometry, budget: usize) -> Result<()> {
     debug_assert!(suits(g));
     let pl = Plan::new(g);
     let nb = pl.images(g, budget);
@@ -486,12 +536,7 @@ pub(super) fn grad_weight_in_chunks<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [
         let mut dp = Buf::<T>::new(&[4 * pl.tiles(), nb, k])?;
         let mut mg = Buf::<T>::new(&[16, ms])?;
         let (xs, gs) = (&x[first * img_in..(first + nb) * img_in], &grad[first * img_out..(first + nb) * img_out]);
-        pack(xs, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), &mut xp);
-        pack(gs, nb, k, (g.oh, g.ow), (0, 0), (pl.th, pl.tw), &mut dp);
-        crate::simd::run(|| {
-            input_transform(&xp, nb * c, pl, &mut v, vs);
-            grad_transform(&dp, nb * k, pl, &mut mg, ms);
-        });
+        crate::simd::exec(WeightTransforms { xs, gs, nb, g, pl, xp: &mut xp, v: &mut v, vs, dp: &mut dp, mg: &mut mg, ms });
         // dU[ξ] stored column-major ([ci][co]): gemm's preferred output layout.
         for xi in 0..16 {
             let a = Mat { data: &mg[xi * ms..], rs: 1, cs: k };
@@ -511,6 +556,35 @@ pub(super) fn grad_weight_in_chunks<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [
     }
     untransform_weights(&sum, k, c, dw);
     Ok(())
+}
+
+/// The packs and transforms of one weight-gradient chunk as a `simd::exec` body (wide
+/// registers, as `ForwardChunk`).
+struct WeightTransforms<'a, T> {
+    xs: &'a [T],
+    gs: &'a [T],
+    nb: usize,
+    g: &'a Geometry,
+    pl: Plan,
+    xp: &'a mut [T],
+    v: &'a mut [T],
+    vs: usize,
+    dp: &'a mut [T],
+    mg: &'a mut [T],
+    ms: usize,
+}
+
+impl<T: WinoElem> crate::simd::Body for WeightTransforms<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        let WeightTransforms { xs, gs, nb, g, pl, xp, v, vs, dp, mg, ms } = self;
+        let (c, k) = (g.c_in, g.c_out);
+        pack(xs, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
+        pack(gs, nb, k, (g.oh, g.ow), (0, 0), (pl.th, pl.tw), dp);
+        input_transform(xp, nb * c, pl, v, vs);
+        grad_transform(dp, nb * k, pl, mg, ms);
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,6 @@ pub mod sum;
 pub mod sum_rows;
 #[cfg(test)]
 mod accuracy_tests;
-#[cfg(test)]
-mod timing_probe;
 
 use pulp::Simd;
 use std::ops::{Add, Div, Mul, Neg, Sub};

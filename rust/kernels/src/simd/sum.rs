@@ -323,33 +323,3 @@ mod tests {
         assert_eq!(sum_sq(&[3e20]), f64::INFINITY);
     }
 }
-
-/// Timing probe (not a test): `cargo test -p minigrad-kernels --profile devopt -- --ignored
-/// --nocapture sum_timing`.
-#[test]
-#[ignore]
-fn sum_timing() {
-    use crate::simd::math::ExpShift;
-    use std::time::Instant;
-    let x: Vec<f32> = (0..1_000_000).map(|i| ((i * 7919) % 2000) as f32 / 1000.0 - 1.0).collect();
-    let mut y = vec![0f32; x.len()];
-    let time = |name: &str, f: &mut dyn FnMut() -> f64| {
-        let mut best = f64::MAX;
-        let mut v = 0.0;
-        for _ in 0..50 {
-            let t = Instant::now();
-            v += f();
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        println!("{name:>10}: {:.3} ns/elem ({v})", best * 1e9 / x.len() as f64);
-    };
-    time("sum", &mut || sum(&x));
-    time("sum rows", &mut || x.chunks(1000).map(sum).sum());
-    time("sum_sq", &mut || sum_sq(&x));
-    time("exp_sum", &mut || sum_map(ExpShift(1.0), &x));
-    time("map_sum", &mut || map_sum(ExpShift(1.0), &mut y, &x));
-    time("map1", &mut || {
-        crate::simd::map1(ExpShift(1.0), &mut y, &x);
-        0.0
-    });
-}
