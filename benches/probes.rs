@@ -13,22 +13,10 @@ use minigrad_kernels::simd::math::ExpShift;
 use minigrad_kernels::simd::sum::{map_sum, sum, sum_map, sum_sq};
 use minigrad_kernels::simd::{map1, map2};
 use minigrad_kernels::unary::{Gelu, GeluGrad, GeluTanh, Sigmoid, Silu, SiluGrad};
+use minigrad_kernels::test_data::pseudo_random;
 use minigrad_kernels::Arg;
 use std::hint::black_box;
 use std::time::Instant;
-
-/// `n` values in `[lo, lo + span)` from a xorshift64 sequence (the unit tests' `pseudo_random`).
-fn pseudo_random(n: usize, seed: u64, lo: f32, span: f32) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32 * span + lo
-        })
-        .collect()
-}
 
 /// Best over `rounds` of the mean seconds per call of `reps` back-to-back calls of `f`.
 fn best(rounds: usize, reps: usize, mut f: impl FnMut()) -> f64 {

@@ -20,8 +20,9 @@ pub mod softmax;
 pub mod sort;
 pub mod unary;
 pub mod optim;
-#[cfg(test)]
-mod test_data;
+/// Deterministic inputs for the unit tests and the `probes` bench (not API).
+#[doc(hidden)]
+pub mod test_data;
 
 // The base layer's modules and macros under the paths the kernels use (`crate::element`, ...).
 use minigrad_base::{alloc, element, error, layout};
