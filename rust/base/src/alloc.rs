@@ -4,6 +4,9 @@
 //! output costs about ten times the kernel that fills it. So freed blocks are kept in per-size
 //! free lists and handed out again (like torch's CUDA caching allocator, which torch does not
 //! use on the CPU). Every byte is counted, which makes `minigrad.memory` exact.
+//!
+//! Large blocks ask Linux for transparent huge pages (`huge_pages.rs`): a kernel streaming a
+//! 40 MB tensor then walks 20 page-table entries instead of 10 000 (NumPy does the same).
 
 use crate::error::{Error, Result};
 use std::alloc::{alloc, alloc_zeroed, dealloc, Layout as AllocLayout};
@@ -11,9 +14,20 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use crate::huge_pages;
 
 /// Alignment of every block: a cache line, which also suits AVX-512 loads.
 pub const ALIGN: usize = 64;
+
+/// The alignment a block of `size` (rounded) bytes is allocated and freed with: large blocks
+/// start on a huge-page boundary so that all of their whole 2 MiB pages can be huge.
+fn align_of_block(size: usize) -> usize {
+    if huge_pages::wanted(size) {
+        huge_pages::PAGE
+    } else {
+        ALIGN
+    }
+}
 
 /// Blocks below this size are rounded up to a multiple of 512 bytes, larger ones to a
 /// multiple of 1/8 of their power of two, so that similar sizes share free lists.
@@ -145,18 +159,29 @@ impl Drop for Block {
             drop(guard);
             RESERVED.fetch_sub(self.size, Ordering::Relaxed);
             // SAFETY: ptr was allocated with exactly this size and alignment and is not in use.
-            unsafe { dealloc(self.ptr.as_ptr(), AllocLayout::from_size_align_unchecked(self.size, ALIGN)) };
+            unsafe { dealloc(self.ptr.as_ptr(), AllocLayout::from_size_align_unchecked(self.size, align_of_block(self.size))) };
         }
     }
 }
 
 /// One aligned block from the system allocator, or None when it refuses (or the size cannot be
-/// described to it at all).
+/// described to it at all). A large block is advised to be backed by huge pages before any of
+/// it is touched (pages faulted in before the advice stay small), and only then zeroed.
 fn system_alloc(size: usize, zeroed: bool) -> Option<NonNull<u8>> {
-    let layout = AllocLayout::from_size_align(size, ALIGN).ok()?;
-    // SAFETY: layout has non-zero size (round_size >= 512) and a valid power-of-two alignment.
-    let raw = unsafe { if zeroed { alloc_zeroed(layout) } else { alloc(layout) } };
-    NonNull::new(raw)
+    let layout = AllocLayout::from_size_align(size, align_of_block(size)).ok()?;
+    if !huge_pages::wanted(size) {
+        // SAFETY: layout has non-zero size (round_size >= 512) and a valid power-of-two alignment.
+        let raw = unsafe { if zeroed { alloc_zeroed(layout) } else { alloc(layout) } };
+        return NonNull::new(raw);
+    }
+    // SAFETY: as above.
+    let p = NonNull::new(unsafe { alloc(layout) })?;
+    huge_pages::advise(p, size);
+    if zeroed {
+        // SAFETY: p points to `size` bytes we own exclusively (just allocated).
+        unsafe { std::ptr::write_bytes(p.as_ptr(), 0, size) };
+    }
+    Some(p)
 }
 
 /// torch's text for a refused CPU allocation (without its `[enforce fail at ...]` source prefix).
@@ -218,7 +243,7 @@ pub fn empty_cache() {
     for (size, p) in blocks {
         RESERVED.fetch_sub(size, Ordering::Relaxed);
         // SAFETY: cached blocks were allocated with this size/alignment and are referenced by nobody.
-        unsafe { dealloc(p.as_ptr(), AllocLayout::from_size_align_unchecked(size, ALIGN)) };
+        unsafe { dealloc(p.as_ptr(), AllocLayout::from_size_align_unchecked(size, align_of_block(size))) };
     }
 }
 
@@ -250,6 +275,19 @@ mod tests {
         // SAFETY: b owns at least 4096 initialised (zeroed) bytes.
         let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), 4096) };
         assert!(s.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn large_blocks_start_on_a_huge_page_and_zero_when_asked() {
+        let size = 9 << 20;
+        let a = Block::new(size, true).unwrap();
+        assert_eq!(a.as_ptr() as usize % huge_pages::PAGE, 0);
+        // SAFETY: a owns `size` initialised (zeroed) bytes.
+        let s = unsafe { std::slice::from_raw_parts(a.as_ptr(), size) };
+        assert!(s.iter().all(|&x| x == 0));
+        drop(a);
+        let small = Block::new(1 << 20, false).unwrap();
+        assert_eq!(small.as_ptr() as usize % ALIGN, 0);
     }
 
     #[test]
