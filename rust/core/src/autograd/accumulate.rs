@@ -149,6 +149,7 @@ impl Node {
     /// AccumulateGrad nodes sort last in creation order so the engine runs them as soon as
     /// they are ready (torch gives them the largest sequence number).
     pub fn new_accumulate(input: InputMeta, body: AccumulateGrad) -> Arc<Node> {
-        Node::with_seq("AccumulateGrad", Edges::new(), smallvec::smallvec![input], 1, Body::Accumulate(body), u64::MAX)
+        // torch's name() is its C++ class, `torch::autograd::AccumulateGrad` (the Python type is `AccumulateGrad`)
+        Node::with_seq("torch::autograd::AccumulateGrad", Edges::new(), smallvec::smallvec![input], 1, Body::Accumulate(body), u64::MAX)
     }
 }

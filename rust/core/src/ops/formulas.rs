@@ -32,6 +32,42 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn mul_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Mul, &t(a), &s(v), None)
 }
+/// `a * v`, `a / v`, `a + v` as torch's C++ formulas write them (`Tensor op Scalar`): the
+/// Scalar overloads, recorded as MulBackward1 / DivBackward1 / AddBackward1, where the Python
+/// operator (`mul_s`, `add_s`: a wrapped number) records MulBackward0 / AddBackward0. The
+/// number is applied in the tensor's dtype, as the 0-d wrapped number of `mul_s` is.
+pub fn mul_c(a: &Tensor, v: f64) -> Result<Tensor> {
+    scalar_overload(a, v, BinaryOp::Mul)
+}
+pub fn div_c(a: &Tensor, v: f64) -> Result<Tensor> {
+    scalar_overload(a, v, BinaryOp::Div)
+}
+pub fn add_c(a: &Tensor, v: f64) -> Result<Tensor> {
+    scalar_overload(a, v, BinaryOp::Add)
+}
+
+fn scalar_overload(a: &Tensor, v: f64, op: BinaryOp) -> Result<Tensor> {
+    let out = binary::binary_raw(op, &t(a), &s(v), None)?;
+    let Some(mut rec) = crate::autograd::Recorder::new(&[Some(a)])? else { return Ok(out) };
+    let name = match op {
+        BinaryOp::Mul => "MulBackward1",
+        BinaryOp::Div => "DivBackward1",
+        _ => "AddBackward1",
+    };
+    if op != BinaryOp::Add {
+        rec.value("other", crate::ops::reduce::py_number(Scalar::Float(v)));
+    }
+    // torch: grad * other, grad / other (Scalar overloads again), grad for add
+    rec.finish(name, &[&out], Box::new(move |ctx| {
+        let g = ctx.grad();
+        Ok(vec![Some(match op {
+            BinaryOp::Mul => mul_c(g, v)?,
+            BinaryOp::Div => div_c(g, v)?,
+            _ => g.clone(),
+        })])
+    }))?;
+    Ok(out)
+}
 pub fn add_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Add, &t(a), &s(v), None)
 }

@@ -198,6 +198,7 @@ macro_rules! with_int_fn {
     }};
 }
 
+mod backward_ops;
 mod fast;
 
 /// The CPU backend's `unary`: runs `op` elementwise from `src` (already of the compute dtype)
@@ -343,8 +344,23 @@ impl UnaryOp {
         })
     }
 
-    /// d(op)/dx applied to `g`; `s` is the saved input or result (see `saves`).
+    /// d(op)/dx applied to `g`; `s` is the saved input or result (see `saves`). Where torch's
+    /// formula is one backward op of its own (`tanh_backward`, ...), that op, recorded under
+    /// its own node when building a graph of the backward (`backward_ops`).
     pub fn backward(self, g: &Tensor, s: Option<&Tensor>) -> Result<Tensor> {
+        match (backward_ops::BackwardOp::of(self), s) {
+            (Some(op), Some(s)) => backward_ops::apply(op, g, s),
+            _ => self.composite_backward(g, s),
+        }
+    }
+
+    /// `backward` without a node of its own: the fused kernel when nothing is recorded, the
+    /// composite formula otherwise.
+    pub(crate) fn plain_backward(self, g: &Tensor, s: &Tensor) -> Result<Tensor> {
+        self.composite_backward(g, Some(s))
+    }
+
+    fn composite_backward(self, g: &Tensor, s: Option<&Tensor>) -> Result<Tensor> {
         use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::Le;
         use UnaryOp::*;
@@ -355,23 +371,30 @@ impl UnaryOp {
         match self {
             Neg => neg(g),
             Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)?),
-            Abs => mul(g, &un(Sign, s())?),
+            // torch: grad * self.sgn() (SgnBackward0 in a recorded graph)
+            Abs => mul(g, &crate::ops::sgn::sgn(s())?),
             Log => div(g, s()),
-            Log1p => div(g, &add_s(s(), 1.0)?),
+            Log1p => div(g, &add_c(s(), 1.0)?),
             Sin => mul(g, &un(Cos, s())?),
             Cos => mul(g, &neg(&un(Sin, s())?)?),
             Exp => mul(g, s()),
-            Expm1 => mul(g, &add_s(s(), 1.0)?),
-            Sqrt => div(g, &mul_s(s(), 2.0)?),
-            Rsqrt => mul(g, &mul_s(&pow_s(s(), 3.0)?, -0.5)?),
+            Expm1 => mul(g, &add_c(s(), 1.0)?),
+            Sqrt => div(g, &mul_c(s(), 2.0)?),
+            // torch: -0.5 * grad * result^3 (the factor is a power of two: exact in either order)
+            Rsqrt => mul(&mul_c(g, -0.5)?, &pow_s(s(), 3.0)?),
             Tanh => mul(g, &rsub_s(&mul(s(), s())?, 1.0)?),
             Sigmoid => mul(g, &mul(s(), &rsub_s(s(), 1.0)?)?),
             // torch's threshold_backward(grad, result, 0)
             Relu => zero_where(g, &cmp_s(Le, s(), 0.0)?),
-            Reciprocal => mul(g, &neg(&mul(s(), s())?)?),
+            // torch: -grad * (result * result)
+            Reciprocal => mul(&neg(g)?, &mul(s(), s())?),
             Silu => {
+                // torch's infinitely_differentiable_silu_backward, in its order:
+                // grad * sigmoid * (1.0 + x * (1.0 - sigmoid)), where C++'s `1.0 - t` is a
+                // filled tensor minus t (SubBackward0) and `1.0 + t` the Scalar add (AddBackward1)
                 let sig = un(Sigmoid, s())?;
-                mul(g, &mul(&sig, &add_s(&mul(s(), &rsub_s(&sig, 1.0)?)?, 1.0)?)?)
+                let one = add_c(&zeros_like(&sig)?, 1.0)?;
+                mul(&mul(g, &sig)?, &add_c(&mul(s(), &sub(&one, &sig)?)?, 1.0)?)
             }
             Gelu => {
                 // 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi)
@@ -497,7 +520,16 @@ impl ParamUnary {
             (ParamUnary::Elu(_), true) => "EluBackward1",
         }
     }
+    /// d(op)/dx applied to `g`: leaky_relu's is torch's `leaky_relu_backward` op
+    /// (`backward_ops`), elu's its composite formula.
     fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
+        match self {
+            ParamUnary::LeakyRelu(slope) => backward_ops::apply(backward_ops::BackwardOp::LeakyRelu(slope, of_result), g, s),
+            ParamUnary::Elu(_) => self.formula(g, s, of_result),
+        }
+    }
+
+    pub(crate) fn formula(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
         use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::{Gt, Le};
         let neg_part = match self {

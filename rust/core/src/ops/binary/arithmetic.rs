@@ -315,6 +315,15 @@ fn saves_result(info: &BinaryInfo) -> bool {
     info.op == BinaryOp::Pow && !info.b_number
 }
 
+/// torch's `maybe_multiply(t, alpha)`: `t` itself when alpha is 1.
+fn times_alpha(t: Tensor, alpha: f64) -> Result<Tensor> {
+    if alpha == 1.0 {
+        Ok(t)
+    } else {
+        crate::ops::formulas::mul_c(&t, alpha)
+    }
+}
+
 /// Named access to the saved tensors in `save_binary`'s order.
 fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<Option<Tensor>>> {
     use crate::ops::formulas::*;
@@ -324,8 +333,10 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
     let mut saved = ctx.saved.iter();
     let mut next = || saved.next().cloned().expect("saved by the forward");
     let (ga, gb): (Option<Tensor>, Option<Tensor>) = match info.op {
-        Add => (na.then(|| g.clone()), if nb { Some(mul_s(g, info.alpha)).transpose()? } else { None }),
-        Sub => (na.then(|| g.clone()), if nb { Some(mul_s(g, -info.alpha)).transpose()? } else { None }),
+        // torch: other gets maybe_multiply(grad, alpha) (-grad for sub): grad itself when
+        // alpha is 1, else grad * alpha with a C++ Scalar (MulBackward1 in a recorded graph)
+        Add => (na.then(|| g.clone()), if nb { Some(times_alpha(g.clone(), info.alpha)).transpose()? } else { None }),
+        Sub => (na.then(|| g.clone()), if nb { Some(times_alpha(neg(g)?, info.alpha)).transpose()? } else { None }),
         Mul => {
             let other = if na { Some(next()) } else { None };
             let this = if nb { Some(next()) } else { None };
@@ -346,7 +357,7 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
         Pow if info.b_number => {
             let a = next();
             let e = info.alpha; // the exponent travels in `alpha` for tensor ** number
-            let ga = if e == 0.0 { zeros_like(&a)? } else { mul(g, &mul_s(&pow_s(&a, e - 1.0)?, e)?)? };
+            let ga = if e == 0.0 { zeros_like(&a)? } else { mul(g, &mul_c(&pow_s(&a, e - 1.0)?, e)?)? };
             (Some(ga), None)
         }
         Pow if info.a_number => {
@@ -357,7 +368,8 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
                 // torch: the gradient is 0 where the exponent is >= 0
                 zero_where(&mul_s(&mul(g, &result)?, f64::NEG_INFINITY)?, &cmp_s(Ge, &e, 0.0)?)?
             } else {
-                mul_s(&mul(g, &result)?, base.ln())?
+                // torch: grad * (result * log(base)), a C++ Scalar product
+                mul(g, &mul_c(&result, base.ln())?)?
             };
             (None, Some(gb))
         }

@@ -2,7 +2,6 @@
 //! class-probability targets, from differentiable pieces (so the graph has torch's nodes).
 
 use crate::ops::formulas as fm;
-use crate::autograd::Recorder;
 use crate::dtype::Scalar;
 use crate::error::{fmt_shape, Error, Result};
 use crate::ops::binary::{self, BinaryOp};
@@ -10,23 +9,6 @@ use crate::ops::reduce;
 use crate::ops::{views, Arg};
 use crate::tensor::Tensor;
 use super::{nll_loss, num, Reduction};
-
-/// `t * v` (or `t / v`) as torch's C++ Tensor-Scalar overloads record it: MulBackward1 /
-/// DivBackward1. The formula multiplies by a 0-d tensor of the gradient's dtype, so a float64
-/// graph keeps the number's full precision at every order.
-fn scalar_node(t: &Tensor, v: f64, div: bool) -> Result<Tensor> {
-    let op = if div { BinaryOp::Div } else { BinaryOp::Mul };
-    let out = binary::binary_raw(op, &Arg::Tensor(t.clone()), &num(v), None)?;
-    let Some(mut rec) = Recorder::new(&[Some(t)])? else { return Ok(out) };
-    rec.value("other", crate::ops::reduce::py_number(Scalar::Float(v)));
-    let name = if div { "DivBackward1" } else { "MulBackward1" };
-    rec.finish(name, &[&out], Box::new(move |ctx| {
-        let g = ctx.grad();
-        let c = Tensor::scalar(Scalar::Float(v), g.dtype())?;
-        Ok(vec![Some(if div { fm::div(g, &c)? } else { fm::mul(g, &c)? })])
-    }))?;
-    Ok(out)
-}
 
 /// `cross_entropy` as torch composes it: class-index targets go through log_softmax and
 /// nll_loss (plus the smoothing term when `label_smoothing > 0`); a target shaped like the
@@ -73,8 +55,8 @@ pub fn cross_entropy(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Re
             fm::div(&reduce::sum(&smooth, None, false, None)?, &denom)?
         }
     };
-    let a = scalar_node(&nll, 1.0 - label_smoothing, false)?;
-    let b = scalar_node(&ret, label_smoothing / n_classes as f64, false)?;
+    let a = fm::mul_c(&nll, 1.0 - label_smoothing)?;
+    let b = fm::mul_c(&ret, label_smoothing / n_classes as f64)?;
     fm::add(&a, &b)
 }
 
@@ -109,7 +91,7 @@ fn cross_entropy_probs(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: 
         }
     }
     let input = reduce::softmax(x, class_dim, Some(x.dtype()), true)?;
-    let target = if ls > 0.0 { fm::add_s(&scalar_node(target, 1.0 - ls, false)?, ls / n_classes as f64)? } else { target.clone() };
+    let target = if ls > 0.0 { fm::add_s(&fm::mul_c(target, 1.0 - ls)?, ls / n_classes as f64)? } else { target.clone() };
     let mut prod = fm::mul(&input, &target)?;
     if let Some(w) = weight {
         prod = fm::mul(&prod, &class_view(w, input.ndim(), class_dim)?)?;
@@ -121,9 +103,9 @@ fn cross_entropy_probs(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: 
             let total = reduce::sum(&prod, None, false, None)?;
             if input.numel() == 0 {
                 // torch: -(...).sum().fill_(NAN); a factor of NaN stands in for the fill.
-                return fm::neg(&scalar_node(&total, f64::NAN, false)?);
+                return fm::neg(&fm::mul_c(&total, f64::NAN)?);
             }
-            scalar_node(&fm::neg(&total)?, (input.numel() / n_classes) as f64, true)
+            fm::div_c(&fm::neg(&total)?, (input.numel() / n_classes) as f64)
         }
     }
 }

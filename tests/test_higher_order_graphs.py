@@ -1,0 +1,170 @@
+"""Graphs of the backward pass (create_graph=True) node for node as torch's: the gradient's
+grad_fn and every node reachable from it, the saved values torch shows, requires_grad, and the
+second and third derivatives' values (float64, against torch).
+
+torch's first-order formula for tanh, sigmoid, relu, leaky_relu and gelu is one backward op of
+its own (tanh_backward, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
+`threshold_backward` is differentiable in the saved result, so its gradient requires grad and a
+second `grad` returns zeros instead of raising. Where torch's C++ formulas multiply by a Scalar
+(`2 * result`, `exponent * self.pow(exponent - 1)`) the node is MulBackward1, and a leaf's node
+is named `torch::autograd::AccumulateGrad`."""
+
+import numpy as np
+import pytest
+import torch
+
+import minigrad as mg
+
+
+def graph_names(fn):
+    """Node names reachable from `fn`, breadth first, each node once (nodes kept alive so their
+    ids stay unique while walking)."""
+    names, seen, keep, queue = [], set(), [], [fn]
+    while queue:
+        f = queue.pop(0)
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        keep.append(f)
+        names.append(f.name())
+        queue.extend(n for n, _ in f.next_functions)
+    return names
+
+
+def to_numpy(t):
+    # force: torch's sgn backward gives an efficient ZeroTensor, which numpy() refuses
+    return t.detach().numpy(force=True) if isinstance(t, torch.Tensor) else t.detach().numpy()
+
+
+def x_values():
+    # both signs, and a value that is 0 after relu
+    return np.array([[-1.3, 0.4, 2.1], [0.0, -0.2, 0.9]])
+
+
+def F(lib):
+    return lib.nn.functional
+
+
+OPS = {
+    "tanh": lambda lib, x: x.tanh(),
+    "sigmoid": lambda lib, x: x.sigmoid(),
+    "relu": lambda lib, x: x.relu(),
+    "leaky_relu": lambda lib, x: F(lib).leaky_relu(x, 0.1),
+    "leaky_relu_": lambda lib, x: F(lib).leaky_relu(x * 1, 0.1, inplace=True),
+    "gelu": lambda lib, x: F(lib).gelu(x),
+    "gelu_tanh": lambda lib, x: F(lib).gelu(x, approximate="tanh"),
+    "sqrt": lambda lib, x: (x * x + 1).sqrt(),
+    "rsqrt": lambda lib, x: (x * x + 1).rsqrt(),
+    "reciprocal": lambda lib, x: (x * x + 1).reciprocal(),
+    "pow_3": lambda lib, x: x.pow(3),
+    "pow_2.5": lambda lib, x: (x * x + 1).pow(2.5),
+    "rpow": lambda lib, x: 2 ** x,
+    "log1p": lambda lib, x: (x * x).log1p(),
+    "expm1": lambda lib, x: x.expm1(),
+    "abs": lambda lib, x: x.abs() * x,
+    "silu": lambda lib, x: F(lib).silu(x),
+    "exp": lambda lib, x: x.exp(),
+    "add_sub_alpha": lambda lib, x: lib.add(x * x, x.exp(), alpha=2.5) - lib.sub(x, x * x, alpha=1.5),
+    "add_sub": lambda lib, x: (x * x + x.exp()) * (x - x * x),
+}
+
+
+def first_grad(lib, name, seed_grad):
+    x = lib.tensor(x_values(), dtype=lib.float64, requires_grad=True)
+    y = OPS[name](lib, x)
+    w = lib.tensor(seed_grad, dtype=lib.float64)
+    (g,) = lib.autograd.grad(y, x, w, create_graph=True)
+    return x, g
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_the_gradients_graph_has_torchs_nodes(name):
+    seed = np.random.default_rng(1).standard_normal((2, 3))
+    got = {}
+    for lib in (torch, mg):
+        x, g = first_grad(lib, name, seed)
+        got[lib.__name__] = (g.requires_grad, graph_names(g.grad_fn) if g.grad_fn is not None else None)
+    assert got["minigrad"] == got["torch"]
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_second_and_third_derivatives_match_torch(name):
+    rng = np.random.default_rng(2)
+    seed, w2, w3 = (rng.standard_normal((2, 3)) for _ in range(3))
+    out = {}
+    for lib in (torch, mg):
+        x, g = first_grad(lib, name, seed)
+        (h,) = lib.autograd.grad(g, x, lib.tensor(w2, dtype=lib.float64), create_graph=True)
+        third = None
+        if h.requires_grad:
+            (t,) = lib.autograd.grad(h, x, lib.tensor(w3, dtype=lib.float64), allow_unused=True)
+            third = None if t is None else to_numpy(t)
+        out[lib.__name__] = (to_numpy(g), to_numpy(h), h.requires_grad, third)
+    (g_t, h_t, rg_t, t_t), (g_m, h_m, rg_m, t_m) = out["torch"], out["minigrad"]
+    np.testing.assert_allclose(g_m, g_t, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h_m, h_t, rtol=1e-10, atol=1e-12)
+    assert rg_m == rg_t
+    if t_t is None:
+        assert t_m is None or not np.any(t_m)
+    else:
+        np.testing.assert_allclose(t_m, t_t, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu"])
+def test_third_order_graph_names_match(name):
+    got = {}
+    for lib in (torch, mg):
+        x, g = first_grad(lib, name, np.ones((2, 3)))
+        (h,) = lib.autograd.grad(g.sum(), x, create_graph=True)
+        got[lib.__name__] = graph_names(h.grad_fn) if h.grad_fn is not None else None
+    assert got["minigrad"] == got["torch"]
+
+
+SAVED = {
+    "tanh": ["_saved_grad_output", "_saved_output"],
+    "sigmoid": ["_saved_grad_output", "_saved_output"],
+    "relu": ["_saved_self", "_saved_threshold"],
+    "leaky_relu": ["_saved_negative_slope", "_saved_self"],
+    "gelu_tanh": ["_saved_approximate", "_saved_grad_output", "_saved_self"],
+}
+
+
+@pytest.mark.parametrize("name", list(SAVED))
+def test_backward_backward_nodes_show_torchs_saved_values(name):
+    seen = {}
+    for lib in (torch, mg):
+        x, g = first_grad(lib, name, np.ones((2, 3)))
+        fn = g.grad_fn
+        values = {}
+        for attr in SAVED[name]:
+            v = getattr(fn, attr)
+            # numbers and strings as their Python text (minigrad's nodes keep them as text)
+            values[attr] = v.detach().numpy().tolist() if hasattr(v, "numpy") else str(v)
+        seen[lib.__name__] = values
+    assert seen["minigrad"] == seen["torch"]
+
+
+def test_relu_gradient_penalty_runs_as_in_torch():
+    """A WGAN-GP style penalty through relu alone: torch's gradient requires grad (its
+    derivative in the input is zero), so the penalty's backward runs and gives zero."""
+    for lib in (torch, mg):
+        x = lib.tensor(x_values(), dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(x.relu().sum(), x, create_graph=True)
+        penalty = ((g - 1) ** 2).sum()
+        penalty.backward()
+        assert x.grad.tolist() == [[0.0] * 3] * 2
+
+
+def test_a_saved_grad_output_modified_in_place_raises_torchs_error():
+    msgs = {}
+    for lib in (torch, mg):
+        x = lib.tensor(x_values(), dtype=lib.float64, requires_grad=True)
+        y = x * 1.0
+        w = lib.ones(2, 3, dtype=lib.float64, requires_grad=True) * 1.0
+        (g,) = lib.autograd.grad(y.tanh(), y, w, create_graph=True)
+        with lib.no_grad():
+            w.mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            g.sum().backward()
+        msgs[lib.__name__] = str(e.value).replace("torch.", "").replace("minigrad.", "")
+    assert msgs["minigrad"] == msgs["torch"]
