@@ -1,7 +1,8 @@
 //! One large float product split over threads by us, not by gemm's `Rayon` mode: the output is
 //! cut into one panel per thread (along the dim the layouts favour, `preferred_cut`, or else
-//! along the longer dim), each panel is one single-threaded gemm call, and the panels are claimed from a shared counter (`parallel::for_split`: the calling
-//! thread works too, and a worker that wakes late costs at most its panel, never a wait).
+//! along the longer dim), each panel is one single-threaded gemm call, and the panels are
+//! claimed from a shared counter (`parallel::for_split`: the calling thread works too, and a
+//! worker that wakes late costs at most its panel, never a wait).
 //!
 //! Why: gemm's `Rayon` mode forks and joins twice per kc-deep slice of k (kc <= 512 here: one
 //! fork-join packs the right operand, the next multiplies) and packs the left operand on the
