@@ -1,6 +1,7 @@
 //! Timing probes of single kernels, printed as tables (no criterion: best-of loops, like
 //! `fork_join`): `chrt -f 50 cargo bench --profile devopt -p minigrad-kernels --bench probes
-//! [-- SECTION...]`, SECTION one of `sum`, `reduce`, `activation`, `conv` (all when none).
+//! [-- SECTION...]`, SECTION one of `sum`, `reduce`, `activation`, `conv`, `matmul` (all when
+//! none).
 //! They were `#[ignore]`d tests; they assert nothing, and speed claims still come from
 //! `minigrad bench`. One thread unless a line says `t2`.
 
@@ -162,10 +163,52 @@ fn conv_paths() {
     });
 }
 
+/// The MLP 784-256-256-10's products at batch 64 (a Linear layer's forward `x @ W.t()`, its
+/// weight gradient `g.t() @ x`, its input gradient `g @ W`) through `matmul::float_gemm`: one
+/// thread, then from this (the main) thread on rayon's global pool, as the Python thread calls
+/// them (the hand-off path): as `panels::plan` cuts them, and forced into two row or two column
+/// panels. Best of 30 rounds of 20 calls, µs. Run the built binary itself, `RAYON_NUM_THREADS=2
+/// chrt -f 50 target/devopt/deps/probes-* matmul`: under `cargo bench` (same flags) the helper
+/// never took a panel here and every two-thread figure read as one thread's.
+fn products() {
+    use minigrad_kernels::matmul::{float_gemm, panels::for_each_index, Strides};
+    // (name, m, n, k, a strides, b strides)
+    let cases: [(&str, usize, usize, usize, (isize, isize), (isize, isize)); 5] = [
+        ("x @ W1.t()", 64, 256, 784, (784, 1), (1, 784)),
+        ("h @ W2.t()", 64, 256, 256, (256, 1), (1, 256)),
+        ("g.t() @ x", 256, 784, 64, (1, 256), (784, 1)),
+        ("g.t() @ h", 256, 256, 64, (1, 256), (256, 1)),
+        ("g @ W2", 64, 256, 256, (256, 1), (256, 1)),
+    ];
+    for (name, m, n, k, (a_rs, a_cs), (b_rs, b_cs)) in cases {
+        let a = pseudo_random(m * k, 1, -1.0, 2.0);
+        let b = pseudo_random(k * n, 2, -1.0, 2.0);
+        let mut d = vec![0f32; m * n];
+        let s = Strides { dst_rs: n as isize, dst_cs: 1, a_rs, a_cs, b_rs, b_cs };
+        let dp = SendPtr(d.as_mut_ptr());
+        // SAFETY (every product below): a, b, d hold m·k, k·n, m·n elements, which the strides
+        // and the panel offsets stay inside; each panel writes its own rows or columns of d.
+        let whole = || unsafe { float_gemm(m, n, k, dp.get(), a.as_ptr(), b.as_ptr(), s, false, true, (1.0, 0.0)) };
+        let forced = |rows: bool| {
+            let (along, w) = if rows { (m, m / 2) } else { (n, (n / 2).next_multiple_of(16)) };
+            for_each_index(2, |i| {
+                let (lo, hi) = (i * w, ((i + 1) * w).min(along));
+                let (pm, pn, ao, bo, dofs) = if rows { (hi - lo, n, lo as isize * a_rs, 0, (lo * n) as isize) } else { (m, hi - lo, 0, lo as isize * b_cs, lo as isize) };
+                unsafe { float_gemm(pm, pn, k, dp.get().offset(dofs), a.as_ptr().offset(ao), b.as_ptr().offset(bo), s, false, false, (1.0, 0.0)) }
+            })
+        };
+        let us = |f: &mut dyn FnMut()| best(30, 20, f) * 1e6;
+        let t1 = pool(1).install(|| us(&mut || whole()));
+        let (tn, rows, cols) = (us(&mut || whole()), us(&mut || forced(true)), us(&mut || forced(false)));
+        let t = rayon::current_num_threads();
+        println!("{name:>11} {m}x{n}x{k}: t1 {t1:7.1}  t{t} {tn:7.1}  t{t} rows {rows:7.1}  t{t} cols {cols:7.1}");
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; every other argument picks sections by name.
     let picks: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let sections: [(&str, fn()); 4] = [("sum", sums), ("reduce", reductions), ("activation", activations), ("conv", conv_paths)];
+    let sections: [(&str, fn()); 5] = [("sum", sums), ("reduce", reductions), ("activation", activations), ("conv", conv_paths), ("matmul", products)];
     for (name, run) in sections {
         if picks.is_empty() || picks.iter().any(|p| name.contains(p.as_str())) {
             println!("== {name}");

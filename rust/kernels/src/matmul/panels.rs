@@ -1,14 +1,15 @@
 //! One large float product split over threads by us, not by gemm's `Rayon` mode: the output is
-//! cut along its longer dim into one panel per thread, each panel is one single-threaded gemm
-//! call, and the panels are claimed from a shared counter (`parallel::for_split`: the calling
-//! thread works too, and a worker that wakes late costs at most its panel, never a wait).
+//! cut into one panel per thread (along the dim the layouts favour, `preferred_cut`, or else
+//! along the longer dim), each panel is one single-threaded gemm call, and the panels are
+//! claimed from a shared counter (`parallel::for_split`: the calling thread works too, and a
+//! worker that wakes late costs at most its panel, never a wait).
 //!
 //! Why: gemm's `Rayon` mode forks and joins twice per kc-deep slice of k (kc <= 512 here: one
 //! fork-join packs the right operand, the next multiplies) and packs the left operand on the
 //! calling thread alone in between. The products of a training step are short (the MLP's
 //! 64x256x784 forward takes ~150 us on two threads), so those joins and the serial packing are a
 //! large share of them; here a product costs one fork-join, and each thread packs only what its
-//! panel reads (the shorter operand is packed once per panel: the longer dim is the one cut).
+//! panel reads (an operand gemm packs is cut, not packed whole by every thread: `preferred_cut`).
 //!
 //! Same bits on any thread count: on its general path gemm computes each output element as one
 //! chain of fused multiply-adds over k, in slices of kc that depend on k alone
@@ -30,6 +31,10 @@ const ALIGN: usize = 16;
 const MIN_SHORT: usize = 3;
 /// gemm's small-matrix path (different kc) is taken when both dims are at most this.
 const SMALL: usize = 64;
+/// A preferred cut (`preferred_cut`) needs at least this many rows (columns) per thread; fewer
+/// and the longer dim is cut instead (the 64-row products of a batch-64 MLP cut into two
+/// 32-row panels: 38 µs against 43 by columns for g @ W2, 64x256x256).
+const PREFER_MIN: usize = 32;
 
 /// How one product is cut: `count` panels of `width` rows (`rows`) or columns, the last one
 /// shorter.
@@ -40,23 +45,59 @@ pub struct Plan {
     pub count: usize,
 }
 
-/// The cut of an (m×n) = (m×k)·(k×n) product for `threads` threads, or None for one call.
-pub fn plan(m: usize, n: usize, k: usize, threads: usize) -> Option<Plan> {
-    let (long, short) = (m.max(n), m.min(n));
-    if threads < 2 || k <= 2 || short <= MIN_SHORT {
+/// The cut of an (m×n) = (m×k)·(k×n) product for `threads` threads, or None for one call:
+/// along `prefer` (true: rows, false: columns) where that dim gives every thread a panel of at
+/// least `PREFER_MIN` lines, otherwise along the longer dim.
+pub fn plan(m: usize, n: usize, k: usize, threads: usize, prefer: Option<bool>) -> Option<Plan> {
+    if threads < 2 || k <= 2 || m.min(n) <= MIN_SHORT {
         return None;
     }
-    let mut count = threads.min(long / ALIGN);
+    if let Some(rows) = prefer {
+        let (along, across) = if rows { (m, n) } else { (n, m) };
+        if along >= threads * PREFER_MIN {
+            if let Some((width, count)) = cut_along(along, across, threads) {
+                return Some(Plan { rows, width, count });
+            }
+        }
+    }
+    let rows = m >= n;
+    let (long, short) = if rows { (m, n) } else { (n, m) };
+    cut_along(long, short, threads).map(|(width, count)| Plan { rows, width, count })
+}
+
+/// (width, count) of the panels that cut a dim of `along` lines for `threads` threads, the
+/// other dim being `across` long; None where a panel would fall into gemm's small path.
+fn cut_along(along: usize, across: usize, threads: usize) -> Option<(usize, usize)> {
+    let mut count = threads.min(along / ALIGN);
     while count >= 2 {
-        let width = long.div_ceil(count).next_multiple_of(ALIGN);
-        let real = long.div_ceil(width);
-        let last = long - (real - 1) * width;
-        if real >= 2 && (short > SMALL || last > SMALL) {
-            return Some(Plan { rows: m >= n, width, count: real });
+        let width = along.div_ceil(count).next_multiple_of(ALIGN);
+        let real = along.div_ceil(width);
+        let last = along - (real - 1) * width;
+        if real >= 2 && (across > SMALL || last > SMALL) {
+            return Some((width, real));
         }
         count -= 1;
     }
     None
+}
+
+/// The dim to cut, from the layouts: rows of a row-major dst when b is row-major (columns of a
+/// column-major dst when a is column-major: the same product transposed), else None (the longer
+/// dim). A row panel of a row-major dst is one contiguous block, and such a b is read in place
+/// by gemm (not packed), so every thread reading all of it duplicates no packing; column panels
+/// instead interleave the two threads' writes row by row, which costs far more than the flops
+/// when dst is the largest operand: the MLP's W1 gradient, g.t() @ x (256x784x64), took 199 µs
+/// on two threads cut by columns and 123 by rows (each panel alone ~120). Where b is
+/// column-major (a Linear layer's forward, x @ W.t()), gemm packs b, and column panels each pack
+/// only their own part (64x256x784: 153 µs by columns, 173 by rows).
+fn preferred_cut<T>(o: &Operands<T>) -> Option<bool> {
+    if o.dst.2 == 1 && o.b.2 == 1 {
+        Some(true)
+    } else if o.dst.1 == 1 && o.a.1 == 1 {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// The operands of `dst = a @ b` (or `dst = dst + a @ b` with `accumulate`), each a pointer with
@@ -105,7 +146,7 @@ pub unsafe fn gemm<T: Copy + Send + Sync + 'static>(m: usize, n: usize, k: usize
     if threads < 2 {
         return padded(m, n, o, gemm::Parallelism::None);
     }
-    let Some(p) = plan(m, n, k, threads) else {
+    let Some(p) = plan(m, n, k, threads, preferred_cut(&o)) else {
         return padded(m, n, o, gemm::Parallelism::Rayon(0));
     };
     if pad && p.rows {

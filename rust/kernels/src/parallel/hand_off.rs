@@ -23,8 +23,13 @@ use std::time::{Duration, Instant};
 
 /// How long a helper keeps polling after its last piece before it returns to rayon (whose
 /// workers then yield a few rounds and sleep). Bounded, so an idle process burns no CPU after
-/// this; long enough to span the few µs between calls of a loop of ops.
-pub const HELPER_SPIN: Duration = Duration::from_micros(50);
+/// this; long enough to span the few µs between calls of a loop of ops, and the ~100 µs of
+/// small single-threaded ops between two split products of a training step (the MLP's second
+/// layer forward and its backward: relu, the 10-wide layer, cross-entropy and its backward).
+/// At 50 µs the helper had gone back to rayon by then, and the first product of the backward
+/// ran mostly on the calling thread while a worker was woken: the MLP step on two threads took
+/// 882-890 µs at 50 µs, 845-849 at 200, 851-853 at 1000 (loaded machine, `chrt -f 50`).
+pub const HELPER_SPIN: Duration = Duration::from_micros(200);
 
 /// One split call, on the caller's stack while it is published.
 struct Call<'a> {

@@ -35,9 +35,10 @@ fn panels_match_one_call_bitwise() {
         let a = values(m * k, 1);
         let b = values(k * n, 2);
         let start = values(m * n, 3);
-        // a row-major or transposed, b row-major or transposed, dst row- or column-major.
+        // a row-major or transposed, b row-major or transposed, dst row- or column-major; the
+        // fourth is a Linear weight's gradient, g.t() @ x (cut by rows, `preferred_cut`).
         for (as_, bs, ds) in [((k as isize, 1), (n as isize, 1), (n as isize, 1)), ((1, m as isize), (1, k as isize), (1, m as isize)),
-            ((k as isize, 1), (1, k as isize), (1, m as isize))] {
+            ((k as isize, 1), (1, k as isize), (1, m as isize)), ((1, m as isize), (n as isize, 1), (n as isize, 1))] {
             for accumulate in [false, true] {
                 let one = run(m, n, k, &a, as_, &b, bs, ds, &start, accumulate, false, 1);
                 for threads in [2, 3, 4] {
@@ -51,30 +52,44 @@ fn panels_match_one_call_bitwise() {
 
 #[test]
 fn plans_cover_the_long_dim_in_whole_tiles() {
-    for &(m, n, k) in &[(64, 256, 784), (784, 256, 64), (17, 4000, 9), (2048, 2048, 2048), (100, 97, 5)] {
+    for &(m, n, k) in &[(64, 256, 784), (784, 256, 64), (17, 4000, 9), (2048, 2048, 2048), (100, 97, 5), (256, 784, 64), (64, 2000, 9)] {
         for threads in 2..9 {
-            let Some(p) = plan(m, n, k, threads) else { continue };
-            let long = m.max(n);
-            assert!(p.count >= 2 && p.count <= threads, "{p:?}");
-            assert_eq!(p.width % ALIGN, 0);
-            assert!((p.count - 1) * p.width < long && p.count * p.width >= long, "{p:?} for {long}");
-            assert_eq!(p.rows, m >= n);
-            // No panel falls into gemm's small-matrix path.
-            let last = long - (p.count - 1) * p.width;
-            assert!(m.min(n) > SMALL || last > SMALL, "{p:?}");
+            for prefer in [None, Some(true), Some(false)] {
+                let Some(p) = plan(m, n, k, threads, prefer) else { continue };
+                let (along, across) = if p.rows { (m, n) } else { (n, m) };
+                assert!(p.count >= 2 && p.count <= threads, "{p:?}");
+                assert_eq!(p.width % ALIGN, 0);
+                assert!((p.count - 1) * p.width < along && p.count * p.width >= along, "{p:?} for {along}");
+                // The longer dim, or else the preferred one, thick enough.
+                if p.rows != (m >= n) {
+                    assert!(prefer == Some(p.rows) && along >= threads * PREFER_MIN, "{p:?} for {prefer:?}");
+                }
+                // No panel falls into gemm's small-matrix path.
+                let last = along - (p.count - 1) * p.width;
+                assert!(across > SMALL || last > SMALL, "{p:?}");
+            }
         }
     }
+    let rows = plan(256, 784, 64, 2, Some(true)).unwrap();
+    assert_eq!((rows.rows, rows.width, rows.count), (true, 128, 2), "the W1 gradient by rows");
+    assert!(plan(64, 256, 256, 2, Some(true)).unwrap().rows, "g @ W2 by rows: two 32-row panels");
+    assert!(!plan(32, 4096, 144, 2, Some(true)).unwrap().rows, "16-row panels are too thin: columns");
+    assert_eq!(plan(64, 100, 512, 2, Some(true)).map(|p| p.rows), Some(true), "32x100 panels: not gemm's small path");
 }
 
 #[test]
 fn no_cut_for_one_thread_or_gemm_special_shapes() {
-    assert_eq!(plan(512, 512, 512, 1), None);
-    assert_eq!(plan(512, 3, 512, 2), None, "a panel of 3 x 64 would take gemm's m·n <= 256 path");
-    assert_eq!(plan(512, 512, 2, 2), None, "k <= 2 takes gemm's outer-product path");
-    assert_eq!(plan(64, 100, 512, 2), None, "a panel of 50 columns would take the small path");
-    assert_eq!(plan(40, 15, 10_000, 4), None, "nothing to cut");
-    assert!(plan(16, 4096, 144, 2).is_some(), "the conv net's forward: 16 channels x 4096 pixels");
-    assert!(plan(64, 256, 784, 2).is_some());
+    for prefer in [None, Some(true), Some(false)] {
+        assert_eq!(plan(512, 512, 512, 1, prefer), None);
+        assert_eq!(plan(512, 3, 512, 2, prefer), None, "a panel of 3 x 64 would take gemm's m·n <= 256 path");
+        assert_eq!(plan(512, 512, 2, 2, prefer), None, "k <= 2 takes gemm's outer-product path");
+        if prefer != Some(true) {
+            assert_eq!(plan(64, 100, 512, 2, prefer), None, "a panel of 50 columns would take the small path");
+        }
+        assert_eq!(plan(40, 15, 10_000, 4, prefer), None, "nothing to cut");
+        assert!(plan(16, 4096, 144, 2, prefer).is_some(), "the conv net's forward: 16 channels x 4096 pixels");
+        assert!(plan(64, 256, 784, 2, prefer).is_some());
+    }
 }
 
 #[test]
