@@ -169,6 +169,12 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
             blocks(u0, u1, &mut |ioff, ooff, j0, j1| {
                 let mut accs: Vec<R::Acc> = (j0..j1).map(|j| r.init(ooff + j * kd.ostride)).collect();
                 fold(&mut accs, ioff, j0, 0, n);
+                if kd.ostride == 1 {
+                    // SAFETY: outputs ooff + j0..ooff + j1 (kd.ostride 1): this block's, distinct
+                    // from every other block's, below out_numel.
+                    r.write_run(ooff + j0, &accs);
+                    return;
+                }
                 for (jj, acc) in accs.into_iter().enumerate() {
                     // SAFETY: distinct (q, j) give distinct outputs below out_numel.
                     r.write(ooff + (j0 + jj) * kd.ostride, acc);
