@@ -86,7 +86,7 @@ SCRIPT = """
 import sys, numpy as np, minigrad as mg
 rng = np.random.default_rng(11)
 outs = []
-for shape in [(100, 1000), (1000, 1000), (1_000_000, 3), (37, 2500)]:
+for shape in [(100, 1000), (66, 1000), (300, 300), (1000, 1000), (1_000_000, 3), (37, 2500)]:
     a = rng.standard_normal(shape).astype(np.float32) * np.float32(10.0) ** rng.uniform(-4, 4, shape).astype(np.float32)
     x = mg.from_numpy(a)
     outs += [x.sum(0), x.mean(0), x.sum(1), x.mean(1), x.sum()]

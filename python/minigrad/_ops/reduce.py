@@ -192,6 +192,34 @@ def _sum_like(self, op, dim, keepdim, dtype):
     return _C.reduce(self, op, _dims(dim), _flag(keepdim), _dtype(dtype))
 
 
+def _common_calls(op):
+    """Decorates sum/mean (already wrapped by `_overloads`): the common calls, `x.sum()`,
+    `x.sum(d)`, `x.sum(d, k)` and `x.sum(dim=d)` / `x.sum(dim=d, keepdim=k)` with an int `d` and
+    a bool `k`, go straight to `_C.reduce`; any other call goes to the wrapped method with its
+    arguments as given (so every check and error message is the same). The wrapper forwarding
+    `*args, **kwargs` and the helpers cost about 0.5 us a call, a tenth of a 1e5-element sum."""
+
+    def decorate(slow):
+        reduce = _C.reduce
+
+        @functools.wraps(slow)
+        def method(self, *args, **kwargs):
+            if kwargs:
+                if not args and len(kwargs) <= 2:
+                    dim, keepdim = kwargs.get("dim", _MISSING), kwargs.get("keepdim", False)
+                    if type(dim) is int and type(keepdim) is bool and len(kwargs) == 1 + ("keepdim" in kwargs):
+                        return reduce(self, op, [dim], keepdim, None)
+            elif not args:
+                return reduce(self, op, None, False, None)
+            elif type(args[0]) is int and (len(args) == 1 or (len(args) == 2 and type(args[1]) is bool)):
+                return reduce(self, op, [args[0]], len(args) == 2 and args[1], None)
+            return slow(self, *args, **kwargs)
+
+        return method
+
+    return decorate
+
+
 def _max_min(self, is_max, dim, keepdim, other):
     name = "max" if is_max else "min"
     if other is not _MISSING:
@@ -248,6 +276,7 @@ def _softmax(self, name, dim, dtype, log):
 
 
 @method(function=True)
+@_common_calls("sum")
 @_overloads(*_SUM_OPTIONS)
 def sum(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
     """Sum over `dim` (int, tuple, or None/() for all); ints and bool sum to int64."""
@@ -255,6 +284,7 @@ def sum(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
 
 
 @method(function=True)
+@_common_calls("mean")
 @_overloads(*_SUM_OPTIONS)
 def mean(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
     """Mean over `dim`; floating inputs (or a floating `dtype=`) only."""

@@ -223,6 +223,24 @@ pub fn for_tasks(tasks: usize, parallel: bool, f: impl Fn(usize) + Sync + Send) 
     });
 }
 
+/// Runs `f(start, end)` over `[0, n)` in one piece per thread (at most), through
+/// [`for_tasks`] (from the Python thread: the hand-off's spinning helpers): piece `i` ends at
+/// the multiple of `align` nearest to `(i + 1)·n / p`, so two threads share no `align` block
+/// and the pieces differ by at most `align` (`for_split` rounds its one piece length up, which
+/// leaves 64 of 100 outputs to one thread). For kernels whose results do not depend on the
+/// split: the reductions whose every output is folded whole by one piece.
+pub fn for_parts(n: usize, align: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    let align = align.max(1);
+    let p = rayon::current_num_threads().min(n.div_ceil(align)).max(1);
+    let bound = |i: usize| if i >= p { n } else { ((i * n / p + align / 2) / align * align).min(n) };
+    for_tasks(p, true, |i| {
+        let (s, e) = (bound(i), bound(i + 1));
+        if s < e {
+            f(s, e);
+        }
+    });
+}
+
 /// `f(t)` for every task `t < tasks` through [`for_tasks`], the results in task order (each
 /// written to its own slot): the partials of a reduction, combined afterwards in a fixed order.
 pub fn map_tasks<A: Copy + Send + Sync>(tasks: usize, parallel: bool, init: A, f: impl Fn(usize) -> A + Sync + Send) -> Vec<A> {
@@ -352,6 +370,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn parts_cover_every_index_once_one_per_thread_on_aligned_boundaries() {
+        for threads in [1, 2, 3, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (n, align) in [(0, 16), (1, 16), (15, 16), (100, 16), (100, 1), (1000, 64), (1001, 7)] {
+                let seen = Mutex::new(vec![]);
+                pool.install(|| for_parts(n, align, |s, e| seen.lock().unwrap().push((s, e))));
+                let mut v = seen.into_inner().unwrap();
+                v.sort();
+                let mut at = 0;
+                for &(s, e) in &v {
+                    assert!(s == at && e > s && (s % align == 0), "threads {threads} n {n} align {align}: {v:?}");
+                    assert!(e - s <= n.div_ceil(threads) + align, "balanced: {v:?}");
+                    at = e;
+                }
+                assert_eq!(at, n, "threads {threads} n {n}: {v:?}");
+                assert!(v.len() <= threads);
+            }
+        }
+        // From outside the pools (the hand-off): 100 outputs in 16s on two threads are 48 + 52.
+        let seen = Mutex::new(vec![]);
+        for_parts(100, 16, |s, e| seen.lock().unwrap().push((s, e)));
+        let mut v = seen.into_inner().unwrap();
+        v.sort();
+        if rayon::current_num_threads() == 2 {
+            assert_eq!(v, vec![(0, 48), (48, 100)]);
+        }
+        assert_eq!(v.last().map(|l| l.1), Some(100));
     }
 
     #[test]

@@ -328,6 +328,17 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
         *self.out.get().add(o) = v;
     }
     #[inline(always)]
+    unsafe fn write_run(&self, o0: usize, accs: &[D::A]) {
+        // SAFETY: outputs o0..o0 + accs.len() are below the output length and this call's
+        // alone (trait contract), and outputs never overlap the accumulators.
+        let out = std::slice::from_raw_parts_mut(self.out.get().add(o0), accs.len());
+        // `write`'s two formulas, each a plain map (vectorised).
+        match self.div {
+            None => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = D::narrow(a)),
+            Some(n) => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = D::from_f64(D::acc_to_f64(a) / n)),
+        }
+    }
+    #[inline(always)]
     fn fold_slice(&self, acc: D::A, xs: &[T], _i0: usize) -> D::A {
         if !PROD {
             if let Some(t) = as_f32(xs).and_then(D::sum_f32_run) {

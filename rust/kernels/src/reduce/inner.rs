@@ -3,8 +3,8 @@
 
 use super::geometry::{red_runs, Geometry, Walker};
 use super::Reducer;
-use super::PAR_MIN_REDUCE;
-use crate::parallel::{for_tasks, map_tasks, SendPtr, GRAIN};
+use super::{PAR_MIN_REDUCE, PAR_MIN_WHOLE_SUM};
+use crate::parallel::{for_parts, for_tasks, map_tasks, SendPtr, GRAIN};
 
 /// Contiguous runs at least this long are folded under `simd::exec` (shorter ones do not pay
 /// for the dispatch).
@@ -90,7 +90,12 @@ pub(super) unsafe fn reduce_inner<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
         }
     };
     let total = g.out_numel.saturating_mul(n);
-    if total < PAR_MIN_REDUCE || rayon::current_num_threads() <= 1 {
+    let threads = rayon::current_num_threads();
+    if chunks == 1 && R::SWEEP4 && threads > 1 && g.out_numel > 1 && (PAR_MIN_WHOLE_SUM..PAR_MIN_REDUCE).contains(&total) {
+        // Mid-size sums of whole rows: one balanced piece of outputs per thread (16 outputs are
+        // a cache line of float32 results, so no two threads write one line).
+        for_parts(g.out_numel, 16, outputs);
+    } else if total < PAR_MIN_REDUCE || threads <= 1 {
         outputs(0, g.out_numel);
     } else if chunks == 1 {
         // Short reduced blocks (rows of at most GRAIN): tasks of whole outputs, about GRAIN
@@ -188,6 +193,57 @@ mod tests {
         // rows read across a transposed layout (stride 2000) and rows with an offset
         same_on_every_pool(&x, (&[300, 2000], &[1, 300], 0, &[true, false]));
         same_on_every_pool(&x, (&[1999, 300], &[300, 1], 1, &[false, true]));
+    }
+
+    /// (sum, mean) bits of every output on a pool of `threads`: the mid-size range, where sums
+    /// split whole rows over threads (`PAR_MIN_WHOLE_SUM`) and other reducers do not.
+    fn sums_with(threads: usize, x: &[f32], l: Layout) -> Vec<(u32, u32)> {
+        let n = out_numel(l);
+        let (mut sum, mut mean) = (vec![0f32; n], vec![0f32; n]);
+        let count = l.0.iter().zip(l.3).filter(|(_, &m)| m).map(|(&s, _)| s).product::<usize>() as f64;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let src = Arg { base: x.as_ptr() as *mut f32, strides: l.1, offset: l.2 };
+            // SAFETY: as in `reduce_with`.
+            unsafe {
+                reduce(SumProd::<f32, f32, false>::new(sum.as_mut_ptr(), None), l.0, src, l.3);
+                reduce(SumProd::<f32, f32, false>::new(mean.as_mut_ptr(), Some(count)), l.0, src, l.3);
+            }
+        });
+        sum.iter().zip(&mean).map(|(s, m)| (s.to_bits(), m.to_bits())).collect()
+    }
+
+    #[test]
+    fn mid_size_row_sums_are_the_same_on_any_pool() {
+        use super::PAR_MIN_WHOLE_SUM;
+        for (rows, cols) in [(100, 1000), (66, 1000), (300, 300), (17, 4000)] {
+            assert!((PAR_MIN_WHOLE_SUM..PAR_MIN_REDUCE).contains(&(rows * cols)));
+            let x = data(rows * (cols + 1));
+            // packed rows, and rows one element apart (the walk over outputs, not packed)
+            let packed: Layout = (&[rows, cols], &[cols as isize, 1], 0, &[false, true]);
+            let apart: Layout = (&[rows, cols], &[cols as isize + 1, 1], 1, &[false, true]);
+            for (l, pitch, at) in [(packed, cols, 0), (apart, cols + 1, 1)] {
+                let one = sums_with(1, &x, l);
+                for threads in [2, 3, 4] {
+                    assert_eq!(sums_with(threads, &x, l), one, "threads {threads}, shape {:?}", l.0);
+                }
+                for (o, &(s, _)) in one.iter().enumerate() {
+                    let row = &x[at + o * pitch..at + o * pitch + cols];
+                    let exact: f64 = row.iter().map(|&v| v as f64).sum();
+                    assert!((f32::from_bits(s) as f64 - exact).abs() < 1e-3, "row {o}");
+                }
+            }
+        }
+        // From the calling thread of no pool (Python's): the hand-off's helpers, the same bits.
+        let x = data(100 * 1000);
+        let l: Layout = (&[100, 1000], &[1000, 1], 0, &[false, true]);
+        let want = sums_with(1, &x, l);
+        let mut sum = vec![0f32; 100];
+        for _ in 0..50 {
+            // SAFETY: as in `reduce_with`.
+            unsafe { reduce(SumProd::<f32, f32, false>::new(sum.as_mut_ptr(), None), l.0, Arg { base: x.as_ptr() as *mut f32, strides: l.1, offset: 0 }, l.3) };
+            assert!(sum.iter().zip(&want).all(|(s, w)| s.to_bits() == w.0));
+        }
     }
 
     #[test]

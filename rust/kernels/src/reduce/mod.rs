@@ -27,8 +27,23 @@
 /// sum 5e4 3.26/4.70, 8e4 4.30/5.88, 1e5 5.14/5.84, 1.28e5 6.42/6.29, 1.6e5 7.54/6.85;
 /// sum_dim-1 1e5 5.79/6.11, 1.28e5 7.13/6.94; sum_dim0 1e5 7.17/7.25, 1.28e5 8.78/7.80: the split
 /// still costs ~2.5-3 us here, so sums break even near 1.1e5 and 2^17 stays (2^15 or 2^16
-/// would split the 5e4-1e5 sums, 10-45% slower). Rowwise outer reducers: `PAR_MIN_ROWWISE`.
+/// would split the 5e4-1e5 sums, 10-45% slower). Rowwise outer reducers: `PAR_MIN_ROWWISE`;
+/// sums whose outputs each fold whole on one thread: `PAR_MIN_WHOLE_SUM`.
 pub(crate) const PAR_MIN_REDUCE: usize = 1 << 17;
+
+/// Input elements from which a sum, mean or product (the `SumProd` reducer, `Reducer::SWEEP4`)
+/// whose every output is folded whole by one thread splits its outputs over threads, one
+/// balanced piece each: rows of at most `GRAIN` along the last dim (the inner shape) and whole
+/// columns (the outer shape). Such a split cannot change a result. Below `PAR_MIN_REDUCE`,
+/// because the split is now a hand-off to the helpers that spin between calls (`for_parts`),
+/// not the fork-join the 2^17 above was swept with. Swept 2026-11-27 (two threads, `chrt -f 50`,
+/// the 2-core VM with two other builds running, one process each way, alternately; (rows, 1000)
+/// float32, us per call from Python, split / serial): sum dim -1 3.3e4 3.20/2.82, 5e4
+/// 3.45/3.35, 6.6e4 3.88/4.09, 8e4 4.07/4.63, 1e5 4.53/5.90; dim 0 3.3e4 3.43/3.72, 5e4
+/// 3.77/4.37, 6.6e4 4.22/5.14, 1e5 4.96/7.26. In stretches where the second core is busy
+/// (torch's own two-thread times go from 6 to 9-10 us then) a split 1e5 sum measured up to
+/// 1 us slower than serial; 2^16 keeps the split to the sizes where it gains most.
+pub(crate) const PAR_MIN_WHOLE_SUM: usize = 1 << 16;
 
 mod geometry;
 mod inner;
@@ -65,6 +80,19 @@ pub trait Reducer: Copy + Send + Sync {
     /// `o` is less than the output count the reducer's buffers were made for, and each `o` is
     /// written once, by one thread.
     unsafe fn write(&self, o: usize, acc: Self::Acc);
+    /// Stores the results of the consecutive outputs `o0..o0 + accs.len()`, the same values
+    /// as `write` on each (the float32 sums override it with a loop the compiler vectorises:
+    /// 1000 scalar stores were 0.3-0.5 us of a column sum).
+    ///
+    /// # Safety
+    /// As `write`, for each of those outputs.
+    #[inline(always)]
+    unsafe fn write_run(&self, o0: usize, accs: &[Self::Acc]) {
+        for (k, &acc) in accs.iter().enumerate() {
+            // SAFETY: the caller's contract, for output o0 + k.
+            self.write(o0 + k, acc);
+        }
+    }
     /// Folds rows `0..len` of an outer block (row t starts at `first.offset(t * stride)`; its
     /// `accs.len()` consecutive elements are the block's outputs) into `accs` in the reducer's
     /// own fixed grouping, returning true; false (the default) leaves them to the generic

@@ -18,7 +18,7 @@
 
 use super::geometry::{red_runs, Geometry, Kept};
 use super::Reducer;
-use super::PAR_MIN_REDUCE;
+use super::{PAR_MIN_REDUCE, PAR_MIN_WHOLE_SUM};
 use crate::parallel::{for_split, for_tasks, SendPtr, GRAIN};
 use crate::simd;
 
@@ -99,7 +99,7 @@ const FROM_MEMORY: usize = 1 << 22;
 const MANY_OUTPUTS: usize = 4096;
 /// Input elements from which a reducer that folds its rows one at a time here (every reducer
 /// but sum and prod, `Reducer::SWEEP4` false: max/min, norms, all/any, about 1.5x a sum's time
-/// per element) splits over threads; sums keep `PAR_MIN_REDUCE`. Swept 2026-11-27 (two threads,
+/// per element) splits over threads; sums use `PAR_MIN_WHOLE_SUM`. Swept 2026-11-27 (two threads,
 /// `chrt -f 50`, loaded 2-core VM; amax over dim 0 of (rows, 1000), serial / split, us): 5e4
 /// 6.06/7.13, 6.4e4 6.92/7.60, 8e4 9.73/8.40, 1e5 10.76/9.20, 1.28e5 13.40/10.34. Which rows
 /// are cut (`row_chunk`) still follows `PAR_MIN_REDUCE`: the split never changes a result here.
@@ -126,7 +126,7 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
     let m = kd.size;
     let n = g.red_numel;
     let total = g.out_numel.saturating_mul(n);
-    let min = if R::SWEEP4 { PAR_MIN_REDUCE } else { PAR_MIN_ROWWISE };
+    let min = if R::SWEEP4 { PAR_MIN_WHOLE_SUM } else { PAR_MIN_ROWWISE };
     let parallel = total >= min && rayon::current_num_threads() > 1;
 
     // Offsets of the rest dims for rest index q: (input, output).
@@ -169,6 +169,12 @@ pub(super) unsafe fn reduce_outer<R: Reducer>(r: R, g: &Geometry, base: SendPtr<
             blocks(u0, u1, &mut |ioff, ooff, j0, j1| {
                 let mut accs: Vec<R::Acc> = (j0..j1).map(|j| r.init(ooff + j * kd.ostride)).collect();
                 fold(&mut accs, ioff, j0, 0, n);
+                if kd.ostride == 1 {
+                    // SAFETY: outputs ooff + j0..ooff + j1 (kd.ostride 1): this block's, distinct
+                    // from every other block's, below out_numel.
+                    r.write_run(ooff + j0, &accs);
+                    return;
+                }
                 for (jj, acc) in accs.into_iter().enumerate() {
                     // SAFETY: distinct (q, j) give distinct outputs below out_numel.
                     r.write(ooff + (j0 + jj) * kd.ostride, acc);

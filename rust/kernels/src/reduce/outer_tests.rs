@@ -78,7 +78,8 @@ fn layouts() -> Vec<(usize, Vec<usize>, Vec<isize>, usize, Vec<bool>)> {
         (4500 * 1000, vec![4500, 1000], vec![1000, 1], 0, vec![true, false]),
         // more than BLOCK columns, rows below the split threshold
         (3 * 2500, vec![3, 2500], vec![2500, 1], 0, vec![true, false]),
-        // between PAR_MIN_ROWWISE and PAR_MIN_REDUCE: max/min/norms split the columns, sums not
+        // between PAR_MIN_ROWWISE (PAR_MIN_WHOLE_SUM) and PAR_MIN_REDUCE: the columns split, the
+        // rows never
         (100 * 1000, vec![100, 1000], vec![1000, 1], 0, vec![true, false]),
     ]
 }
@@ -107,6 +108,7 @@ fn every_layout_takes_the_outer_shape_and_a_known_split() {
     assert_eq!(row_chunk(10, PAR_MIN_REDUCE / 10 - 1), PAR_MIN_REDUCE / 10 - 1);
     assert!(row_chunk(10, 1 << 20) < 1 << 20);
     assert!(PAR_MIN_ROWWISE <= 100 * 1000 && 100 * 1000 < PAR_MIN_REDUCE, "the (100, 1000) layout");
+    assert!(crate::reduce::PAR_MIN_WHOLE_SUM <= 100 * 1000, "sums split the (100, 1000) layout's columns too");
 }
 
 #[test]

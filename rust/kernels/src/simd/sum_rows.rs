@@ -42,6 +42,12 @@ pub unsafe fn add_rows(accs: &mut [f64], first: *const f32, stride: isize, len: 
             strip::<16>(&mut accs[c..c + 16], p.add(c), stride, g);
             c += 16;
         }
+        // A last strip of 8 (rows of 1000: 15 x 64 + 2 x 16 + 8), rather than 8 scalar
+        // columns, each a chain of dependent adds.
+        while c + 8 <= w {
+            strip::<8>(&mut accs[c..c + 8], p.add(c), stride, g);
+            c += 8;
+        }
         for c in c..w {
             strip::<1>(&mut accs[c..c + 1], p.add(c), stride, g);
         }
