@@ -2,8 +2,8 @@
 grad_fn and every node reachable from it, the saved values torch shows, requires_grad, and the
 second and third derivatives' values (float64, against torch).
 
-torch's first-order formula for tanh, sigmoid, relu, leaky_relu and gelu is one backward op of
-its own (tanh_backward, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
+torch's first-order formula for tanh, sigmoid, relu, leaky_relu, gelu, softmax and log_softmax is
+one backward op of its own (tanh_backward, _softmax_backward_data, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
 `threshold_backward` is differentiable in the saved result, so its gradient requires grad and a
 second `grad` returns zeros instead of raising. Where torch's C++ formulas multiply by a Scalar
 (`2 * result`, `exponent * self.pow(exponent - 1)`) the node is MulBackward1, and a leaf's node
@@ -64,6 +64,10 @@ OPS = {
     "abs": lambda lib, x: x.abs() * x,
     "silu": lambda lib, x: F(lib).silu(x),
     "exp": lambda lib, x: x.exp(),
+    "softmax": lambda lib, x: x.softmax(-1),
+    "softmax_dim0": lambda lib, x: (x * 2).softmax(0),
+    "log_softmax": lambda lib, x: x.log_softmax(-1),
+    "log_softmax_dim0": lambda lib, x: (x * 2).log_softmax(0),
     "add_sub_alpha": lambda lib, x: lib.add(x * x, x.exp(), alpha=2.5) - lib.sub(x, x * x, alpha=1.5),
     "add_sub": lambda lib, x: (x * x + x.exp()) * (x - x * x),
 }
@@ -110,7 +114,7 @@ def test_second_and_third_derivatives_match_torch(name):
         np.testing.assert_allclose(t_m, t_t, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu"])
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu", "softmax", "log_softmax"])
 def test_third_order_graph_names_match(name):
     got = {}
     for lib in (torch, mg):
@@ -126,6 +130,9 @@ SAVED = {
     "relu": ["_saved_self", "_saved_threshold"],
     "leaky_relu": ["_saved_negative_slope", "_saved_self"],
     "gelu_tanh": ["_saved_approximate", "_saved_grad_output", "_saved_self"],
+    # (not `_saved_dim`: torch shows dim -1 as 2**64 - 1 there, minigrad as -1)
+    "softmax": ["_saved_grad_output", "_saved_output"],
+    "log_softmax": ["_saved_grad_output", "_saved_output"],
 }
 
 
@@ -141,7 +148,13 @@ def test_backward_backward_nodes_show_torchs_saved_values(name):
             # numbers and strings as their Python text (minigrad's nodes keep them as text)
             values[attr] = v.detach().numpy().tolist() if hasattr(v, "numpy") else str(v)
         seen[lib.__name__] = values
-    assert seen["minigrad"] == seen["torch"]
+    mine, theirs = seen["minigrad"], seen["torch"]
+    assert mine.keys() == theirs.keys()
+    for attr in theirs:
+        if isinstance(theirs[attr], str):
+            assert mine[attr] == theirs[attr], attr
+        else:  # a saved tensor: the forward's values (softmax's may differ in the last bit)
+            np.testing.assert_allclose(mine[attr], theirs[attr], rtol=1e-15, atol=0, err_msg=attr)
 
 
 def test_relu_gradient_penalty_runs_as_in_torch():

@@ -76,21 +76,65 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
     rec.value("dim", dim);
     rec.save_output("result", &out, 0);
     let wd = wrap_dim(dim, out.ndim())?;
-    let d = [wd as i64];
     let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(backward_data(ctx.grad(), ctx.saved(0), wd, dim, log)?)])))?;
+    Ok(out)
+}
+
+/// torch's `_softmax_backward_data(grad_output, output, dim)` (`_log_softmax_backward_data`
+/// with `log`): the formula of SoftmaxBackward0 as one op of its own, so that the graph of a
+/// backward pass (create_graph) holds torch's `SoftmaxBackwardDataBackward0` with the formulas
+/// of derivatives.yaml; computed unrecorded (the fused kernel where it applies).
+fn backward_data(g: &Tensor, r: &Tensor, wd: usize, dim: i64, log: bool) -> Result<Tensor> {
+    if !crate::autograd::should_record(&[Some(g), Some(r)]) {
+        return backward_value(g, r, wd, log);
+    }
+    let out = {
+        let _unrecorded = crate::autograd::mode::GradModeGuard::new(false);
+        backward_value(g, r, wd, log)?
+    };
+    let Some(mut rec) = Recorder::new(&[Some(g), Some(r)])? else { return Ok(out) };
+    rec.value("dim", dim);
+    rec.save("grad_output", g)?;
+    rec.save("output", r)?;
+    let name = if log { "LogSoftmaxBackwardDataBackward0" } else { "SoftmaxBackwardDataBackward0" };
     rec.finish(name, &[&out], Box::new(move |ctx| {
-        let (g, r) = (ctx.grad(), ctx.saved(0));
-        if let Some(gi) = fused_backward(g, r, wd, log)? {
-            return Ok(vec![Some(gi)]);
-        }
-        let gi = if log {
-            fm::sub(g, &fm::mul(&fm::un(UnaryOp::Exp, r)?, &sum(g, Some(&d), true, None)?)?)?
-        } else {
-            fm::mul(r, &fm::sub(g, &sum(&fm::mul(g, r)?, Some(&d), true, None)?)?)?
+        let (gg, g, r) = (ctx.grad(), ctx.saved(0), ctx.saved(1));
+        let d = [wd as i64];
+        let rowsum = |t: &Tensor| sum(t, Some(&d), true, None);
+        let d_grad = match (ctx.needs(0), log) {
+            (false, _) => None,
+            // grad - (grad * output.exp()).sum(dim, true)
+            (true, true) => Some(fm::sub(gg, &rowsum(&fm::mul(gg, &fm::un(UnaryOp::Exp, r)?)?)?)?),
+            (true, false) => Some(backward_data(gg, r, wd, dim, false)?),
         };
-        Ok(vec![Some(gi)])
+        let d_out = match (ctx.needs(1), log) {
+            (false, _) => None,
+            // -grad_output.sum(dim, true) * output.exp() * grad
+            (true, true) => Some(fm::mul(&fm::mul(&fm::neg(&rowsum(g)?)?, &fm::un(UnaryOp::Exp, r)?)?, gg)?),
+            // softmax_double_backward: grad_output * grad - (output * grad_output).sum(dim, true)
+            // * grad - grad_output * (output * grad).sum(dim, true)
+            (true, false) => {
+                let a = fm::sub(&fm::mul(g, gg)?, &fm::mul(&rowsum(&fm::mul(r, g)?)?, gg)?)?;
+                Some(fm::sub(&a, &fm::mul(g, &rowsum(&fm::mul(r, gg)?)?)?)?)
+            }
+        };
+        Ok(vec![d_grad, d_out])
     }))?;
     Ok(out)
+}
+
+/// SoftmaxBackward0's value: the fused kernel, or the composite formula.
+fn backward_value(g: &Tensor, r: &Tensor, wd: usize, log: bool) -> Result<Tensor> {
+    if let Some(gi) = fused_backward(g, r, wd, log)? {
+        return Ok(gi);
+    }
+    let d = [wd as i64];
+    if log {
+        fm::sub(g, &fm::mul(&fm::un(UnaryOp::Exp, r)?, &sum(g, Some(&d), true, None)?)?)
+    } else {
+        fm::mul(r, &fm::sub(g, &sum(&fm::mul(g, r)?, Some(&d), true, None)?)?)
+    }
 }
 
 /// The backward in one kernel pass where the device has one (`Backend::softmax_backward`) and
