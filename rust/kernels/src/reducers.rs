@@ -293,6 +293,14 @@ impl<T: Element, D: Accum, const PROD: bool> SumProd<T, D, PROD> {
     fn op(a: D::A, b: D::A) -> D::A {
         if PROD { D::mul(a, b) } else { D::add(a, b) }
     }
+    /// An output's value from its accumulator: narrowed, or (a mean) divided by the count.
+    #[inline(always)]
+    fn result(acc: D::A, div: Option<f64>) -> D {
+        match div {
+            None => D::narrow(acc),
+            Some(n) => D::from_f64(D::acc_to_f64(acc) / n),
+        }
+    }
 }
 
 impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
@@ -321,21 +329,17 @@ impl<T: Element, D: Accum, const PROD: bool> Reducer for SumProd<T, D, PROD> {
     }
     unsafe fn write(&self, o: usize, acc: D::A) {
         // SAFETY: o is below the output length the buffers were allocated for (trait contract).
-        let v = match self.div {
-            None => D::narrow(acc),
-            Some(n) => D::from_f64(D::acc_to_f64(acc) / n),
-        };
-        *self.out.get().add(o) = v;
+        *self.out.get().add(o) = Self::result(acc, self.div);
     }
     #[inline(always)]
     unsafe fn write_run(&self, o0: usize, accs: &[D::A]) {
         // SAFETY: outputs o0..o0 + accs.len() are below the output length and this call's
         // alone (trait contract), and outputs never overlap the accumulators.
         let out = std::slice::from_raw_parts_mut(self.out.get().add(o0), accs.len());
-        // `write`'s two formulas, each a plain map (vectorised).
+        // one plain map per `div` case (the branch hoisted out of the loop, which vectorises)
         match self.div {
-            None => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = D::narrow(a)),
-            Some(n) => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = D::from_f64(D::acc_to_f64(a) / n)),
+            None => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = Self::result(a, None)),
+            div => out.iter_mut().zip(accs).for_each(|(o, &a)| *o = Self::result(a, div)),
         }
     }
     #[inline(always)]
