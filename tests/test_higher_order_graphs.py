@@ -2,7 +2,7 @@
 grad_fn and every node reachable from it, the saved values torch shows, requires_grad, and the
 second and third derivatives' values (float64, against torch).
 
-torch's first-order formula for tanh, sigmoid, relu, leaky_relu, gelu, softmax and log_softmax is
+torch's first-order formula for tanh, sigmoid, relu, leaky_relu, elu, gelu, softmax and log_softmax is
 one backward op of its own (tanh_backward, _softmax_backward_data, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
 `threshold_backward` is differentiable in the saved result, so its gradient requires grad and a
 second `grad` returns zeros instead of raising. Where torch's C++ formulas multiply by a Scalar
@@ -51,6 +51,8 @@ OPS = {
     "relu": lambda lib, x: x.relu(),
     "leaky_relu": lambda lib, x: F(lib).leaky_relu(x, 0.1),
     "leaky_relu_": lambda lib, x: F(lib).leaky_relu(x * 1, 0.1, inplace=True),
+    "elu": lambda lib, x: F(lib).elu(x, 0.7),
+    "elu_": lambda lib, x: F(lib).elu(x * 1, 0.7, inplace=True),
     "gelu": lambda lib, x: F(lib).gelu(x),
     "gelu_tanh": lambda lib, x: F(lib).gelu(x, approximate="tanh"),
     "sqrt": lambda lib, x: (x * x + 1).sqrt(),
@@ -129,6 +131,8 @@ SAVED = {
     "sigmoid": ["_saved_grad_output", "_saved_output"],
     "relu": ["_saved_self", "_saved_threshold"],
     "leaky_relu": ["_saved_negative_slope", "_saved_self"],
+    "elu": ["_saved_alpha", "_saved_grad_output", "_saved_input_scale", "_saved_is_result", "_saved_scale",
+            "_saved_self_or_result"],
     "gelu_tanh": ["_saved_approximate", "_saved_grad_output", "_saved_self"],
     # (not `_saved_dim`: torch shows dim -1 as 2**64 - 1 there, minigrad as -1)
     "softmax": ["_saved_grad_output", "_saved_output"],
@@ -181,3 +185,22 @@ def test_a_saved_grad_output_modified_in_place_raises_torchs_error():
             g.sum().backward()
         msgs[lib.__name__] = str(e.value).replace("torch.", "").replace("minigrad.", "")
     assert msgs["minigrad"] == msgs["torch"]
+
+
+FORWARD_SAVED = {
+    "leaky_relu": ["_saved_negative_slope", "_saved_self"],
+    "leaky_relu_": ["_saved_negative_slope", "_saved_result"],
+    "elu": ["_saved_alpha", "_saved_input_scale", "_saved_scale", "_saved_self"],
+    "elu_": ["_saved_alpha", "_saved_input_scale", "_saved_result", "_saved_scale"],
+}
+
+
+@pytest.mark.parametrize("name", list(FORWARD_SAVED))
+def test_parameterised_activations_show_torchs_saved_parameters(name):
+    seen = {}
+    for lib in (torch, mg):
+        x = lib.tensor(x_values(), dtype=lib.float64, requires_grad=True)
+        fn = OPS[name](lib, x).grad_fn
+        seen[lib.__name__] = (fn.name(), {a: str(getattr(fn, a)) if not hasattr(getattr(fn, a), "numpy")
+                                         else getattr(fn, a).detach().numpy().tolist() for a in FORWARD_SAVED[name]})
+    assert seen["minigrad"] == seen["torch"]

@@ -520,13 +520,26 @@ impl ParamUnary {
             (ParamUnary::Elu(_), true) => "EluBackward1",
         }
     }
-    /// d(op)/dx applied to `g`: leaky_relu's is torch's `leaky_relu_backward` op
-    /// (`backward_ops`), elu's its composite formula.
-    fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
+    /// The parameters torch's node keeps beside the saved tensor (`grad_fn._saved_alpha`, ...).
+    fn save_values(self, rec: &mut crate::autograd::Recorder) {
+        let number = |v: f64| crate::ops::reduce::py_number(crate::dtype::Scalar::Float(v));
         match self {
-            ParamUnary::LeakyRelu(slope) => backward_ops::apply(backward_ops::BackwardOp::LeakyRelu(slope, of_result), g, s),
-            ParamUnary::Elu(_) => self.formula(g, s, of_result),
+            ParamUnary::LeakyRelu(slope) => rec.value("negative_slope", number(slope)),
+            ParamUnary::Elu(alpha) => {
+                rec.value("alpha", number(alpha));
+                rec.value("input_scale", 1);
+                rec.value("scale", 1);
+            }
         }
+    }
+
+    /// d(op)/dx applied to `g`: torch's `leaky_relu_backward` / `elu_backward` op (`backward_ops`).
+    fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
+        let op = match self {
+            ParamUnary::LeakyRelu(slope) => backward_ops::BackwardOp::LeakyRelu(slope, of_result),
+            ParamUnary::Elu(alpha) => backward_ops::BackwardOp::Elu(alpha, of_result),
+        };
+        backward_ops::apply(op, g, s)
     }
 
     pub(crate) fn formula(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
@@ -555,6 +568,7 @@ pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor>
         let out = map_float_raw(x, false, op.f(), op.name())?;
         if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
             rec.save("self", x)?;
+            op.save_values(&mut rec);
             rec.finish(op.node(false), &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), false)?)])))?;
         }
         return Ok(out);
@@ -563,6 +577,7 @@ pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor>
     map_float_raw(x, true, op.f(), op.name())?;
     if let Some(mut rec) = rec {
         rec.save_output("result", x, 0);
+        op.save_values(&mut rec);
         rec.finish_inplace(op.node(true), x, Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved(0), true)?)])))?;
     }
     Ok(x.clone())

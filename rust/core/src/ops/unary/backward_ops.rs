@@ -1,5 +1,5 @@
 //! torch's activation backward ops (`tanh_backward`, `sigmoid_backward`, `threshold_backward`,
-//! `leaky_relu_backward`, `gelu_backward`) as differentiable ops of their own.
+//! `leaky_relu_backward`, `elu_backward`, `gelu_backward`) as differentiable ops of their own.
 //!
 //! torch's first-order formula for `tanh` is not a chain of multiplies but one op,
 //! `tanh_backward(grad, result)`, with its own entry in derivatives.yaml. So with
@@ -32,6 +32,8 @@ pub(crate) enum BackwardOp {
     Threshold,
     /// `leaky_relu_backward(grad_output, self, negative_slope, self_is_result)`
     LeakyRelu(f64, bool),
+    /// `elu_backward(grad_output, alpha, scale = 1, input_scale = 1, is_result, self_or_result)`
+    Elu(f64, bool),
     /// `gelu_backward(grad_output, self, approximate)`; true: approximate = "tanh"
     Gelu(bool),
 }
@@ -55,6 +57,7 @@ impl BackwardOp {
             BackwardOp::Sigmoid => "SigmoidBackwardBackward0",
             BackwardOp::Threshold => "ThresholdBackwardBackward0",
             BackwardOp::LeakyRelu(..) => "LeakyReluBackwardBackward0",
+            BackwardOp::Elu(..) => "EluBackwardBackward0",
             BackwardOp::Gelu(_) => "GeluBackwardBackward0",
         }
     }
@@ -68,6 +71,7 @@ impl BackwardOp {
             BackwardOp::Gelu(false) => UnaryOp::Gelu.plain_backward(g, s),
             BackwardOp::Gelu(true) => UnaryOp::GeluTanh.plain_backward(g, s),
             BackwardOp::LeakyRelu(slope, of_result) => ParamUnary::LeakyRelu(slope).formula(g, s, of_result),
+            BackwardOp::Elu(alpha, is_result) => ParamUnary::Elu(alpha).formula(g, s, is_result),
         }
     }
 }
@@ -84,7 +88,8 @@ pub(crate) fn apply(op: BackwardOp, g: &Tensor, s: &Tensor) -> Result<Tensor> {
     };
     let Some(mut rec) = Recorder::new(&[Some(g), Some(s)])? else { return Ok(out) };
     // torch's saved sets: tanh/sigmoid save grad_output and output; threshold and leaky_relu
-    // only self (their derivative in self is zero); gelu grad_output and self.
+    // only self (their derivative in self is zero); elu grad_output and self_or_result; gelu
+    // grad_output and self.
     match op {
         BackwardOp::Tanh | BackwardOp::Sigmoid => {
             rec.save("grad_output", g)?;
@@ -97,6 +102,14 @@ pub(crate) fn apply(op: BackwardOp, g: &Tensor, s: &Tensor) -> Result<Tensor> {
         BackwardOp::LeakyRelu(slope, _) => {
             rec.save("self", s)?;
             rec.value("negative_slope", crate::ops::reduce::py_number(crate::dtype::Scalar::Float(slope)));
+        }
+        BackwardOp::Elu(alpha, is_result) => {
+            rec.save("grad_output", g)?;
+            rec.save("self_or_result", s)?;
+            rec.value("alpha", crate::ops::reduce::py_number(crate::dtype::Scalar::Float(alpha)));
+            rec.value("input_scale", 1);
+            rec.value("is_result", if is_result { "True" } else { "False" });
+            rec.value("scale", 1);
         }
         BackwardOp::Gelu(tanh) => {
             rec.save("grad_output", g)?;
@@ -132,6 +145,14 @@ fn second_derivative(op: BackwardOp, gg: &Tensor, g: Option<&Tensor>, s: &Tensor
         // grad * grad_output * (-2 * output + 1)
         BackwardOp::Sigmoid => mul(&mul(gg, g())?, &add_c(&mul_c(s, -2.0)?, 1.0)?),
         BackwardOp::Threshold | BackwardOp::LeakyRelu(..) => zeros_like(gg),
+        // elu_double_backward: `grad * grad_output * input_scale` (a C++ Scalar, MulBackward1),
+        // through elu_backward again when `s` is the input, masked to where `s < 0`
+        BackwardOp::Elu(alpha, is_result) => {
+            let negative = cast(&cmp_s(crate::ops::binary::BinaryOp::Lt, s, 0.0)?, gg.dtype())?;
+            let scaled = mul_c(&mul(gg, g())?, 1.0)?;
+            let d = if is_result { scaled } else { apply(BackwardOp::Elu(alpha, false), &scaled, s)? };
+            mul(&d, &negative)
+        }
         BackwardOp::Gelu(tanh) => mul(&mul(gg, g())?, &gelu_second_derivative(s, tanh)?),
     }
 }
