@@ -51,6 +51,29 @@ pub fn should_record(inputs: &[Option<&Tensor>]) -> bool {
     mode::is_grad_enabled() && inputs.iter().flatten().any(|t| t.requires_grad())
 }
 
+/// One of torch's backward ops (`tanh_backward`, `_softmax_backward_data`, `nll_loss_backward`,
+/// ...) over `inputs`: its value computed by `value` unrecorded (its own ops leave no nodes), and,
+/// when a graph of the backward is being built (create_graph), `record` given a recorder for
+/// one node around it (it saves what torch saves and calls `finish` with the op's name and its
+/// derivatives.yaml formulas).
+pub fn backward_op(
+    inputs: &[Option<&Tensor>],
+    value: impl FnOnce() -> Result<Tensor>,
+    record: impl FnOnce(Recorder, &Tensor) -> Result<()>,
+) -> Result<Tensor> {
+    if !should_record(inputs) {
+        return value();
+    }
+    let out = {
+        let _unrecorded = mode::GradModeGuard::new(false);
+        value()?
+    };
+    if let Some(rec) = Recorder::new(inputs)? {
+        record(rec, &out)?;
+    }
+    Ok(out)
+}
+
 impl Recorder {
     /// For an out-of-place op over `inputs` (None for arguments that are not tensors).
     pub fn new(inputs: &[Option<&Tensor>]) -> Result<Option<Recorder>> {

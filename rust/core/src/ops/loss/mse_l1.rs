@@ -39,15 +39,53 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     rec.value("reduction", r as i64);
     rec.save("self", &x)?;
     rec.save("target", &t)?;
-    let n = x.numel();
     rec.finish("MseLossBackward0", &[&out], Box::new(move |ctx| {
-        let (x, t) = (ctx.saved(0), ctx.saved(1));
-        let gi = fm::mul(&fm::mul_s(&fm::sub(x, t)?, 2.0)?, &spread(ctx.grad(), r, n)?)?;
-        // torch: mse_loss_backward(grad, target, self), not -grad_input (the sign of a zero)
-        let gt = if ctx.needs(1) { Some(fm::mul(&fm::mul_s(&fm::sub(t, x)?, 2.0)?, &spread(ctx.grad(), r, n)?)?) } else { None };
-        Ok(vec![ctx.needs(0).then_some(gi), gt])
+        let (g, x, t) = (ctx.grad(), ctx.saved(0), ctx.saved(1));
+        // torch: mse_loss_backward(grad, target, self) for the target, not -grad_input (the
+        // sign of a zero)
+        let gi = if ctx.needs(0) { Some(mse_loss_backward(g, x, t, r)?) } else { None };
+        let gt = if ctx.needs(1) { Some(mse_loss_backward(g, t, x, r)?) } else { None };
+        Ok(vec![gi, gt])
     }))?;
     Ok(out)
+}
+
+/// torch's `mse_loss_backward(grad_output, self, target, reduction)`, `2 (self - target) grad`
+/// (over the element count for a mean): MseLossBackward0's formula as one op of its own
+/// (`autograd::backward_op`), so a graph of the backward holds `MseLossBackwardBackward0` with
+/// derivatives.yaml's formulas.
+fn mse_loss_backward(g: &Tensor, a: &Tensor, b: &Tensor, r: Reduction) -> Result<Tensor> {
+    let n = a.numel();
+    let value = || fm::mul(&fm::mul_s(&fm::sub(a, b)?, 2.0)?, &spread(g, r, n)?);
+    crate::autograd::backward_op(&[Some(g), Some(a), Some(b)], value, |mut rec, out| {
+        rec.value("reduction", r as i64);
+        rec.save("grad_output", g)?;
+        rec.save("self", a)?;
+        rec.save("target", b)?;
+        let reduced = g.shape() != a.shape();
+        rec.finish("MseLossBackwardBackward0", &[out], Box::new(move |ctx| {
+            let (gg, g, a, b) = (ctx.grad(), ctx.saved(0), ctx.saved(1), ctx.saved(2));
+            // grad_output: mse_loss_backward(grad, self, target), summed back to grad_output's
+            // shape (torch's engine does that sum: SumBackward0)
+            let d_grad = match ctx.needs(0) {
+                false => None,
+                true => {
+                    let v = mse_loss_backward(gg, a, b, r)?;
+                    Some(if reduced { reduce::sum(&v, None, false, None)? } else { v })
+                }
+            };
+            // mse_loss_double_backward(grad * grad_output): 2 * that (a C++ Scalar, MulBackward1),
+            // divided by the count for a mean (DivBackward1); the target's is its negation
+            let double = || {
+                let twice = fm::mul_c(&fm::mul(gg, g)?, 2.0)?;
+                if r == Reduction::Mean { fm::div_c(&twice, n as f64) } else { Ok(twice) }
+            };
+            let d_a = if ctx.needs(1) { Some(double()?) } else { None };
+            let d_b = if ctx.needs(2) { Some(fm::neg(&double()?)?) } else { None };
+            Ok(vec![d_grad, d_a, d_b])
+        }))?;
+        Ok(())
+    })
 }
 
 /// `l1_loss`: torch composes it, `(input - target).abs()` then mean or sum.

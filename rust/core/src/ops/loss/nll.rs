@@ -107,20 +107,60 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
     if let Some(w) = weight {
         rec.save("weight", w)?;
     }
-    let has_w = weight.is_some();
-    let in_shape = x.shape().to_vec();
+    let (has_w, two_d) = (weight.is_some(), name == "NllLoss2DBackward0");
     rec.finish(name, &[&out], Box::new(move |ctx| {
-        let g = ctx.grad();
-        let target = ctx.saved(1);
-        let w = has_w.then(|| ctx.saved(3));
-        let scale = if r == Reduction::Mean { ctx.saved(2).item()?.to_f64() } else { 1.0 };
-        let coef = nll_coefficients(target, w, ignore_index, &sh, scale, g.dtype(), g.device())?;
-        let coef = views::view_raw(&coef, &in_shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
-        // A per-sample gradient (reduction none) broadcasts over the class dim.
-        let g = if r == Reduction::None && in_shape.len() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
-        Ok(vec![Some(fm::mul(&g, &coef)?)])
+        let (x, target, total_weight) = (ctx.saved(0), ctx.saved(1), ctx.saved(2));
+        let call = NllCall { weight: has_w.then(|| ctx.saved(3)), r, ignore_index, sh: &sh, two_d };
+        Ok(vec![Some(nll_loss_backward(ctx.grad(), x, target, total_weight, &call)?)])
     }))?;
     Ok(out)
+}
+
+/// The arguments of one `nll_loss` call that its backward reuses.
+struct NllCall<'a> {
+    weight: Option<&'a Tensor>,
+    r: Reduction,
+    ignore_index: i64,
+    sh: &'a NllShape,
+    /// nll_loss2d (an (N, C, H, W) input)
+    two_d: bool,
+}
+
+/// torch's `nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
+/// total_weight)` (`nll_loss2d_backward` for an (N, C, H, W) input): NllLossBackward0's formula
+/// as one op of its own (`autograd::backward_op`), so a graph of the backward holds
+/// `NllLossBackwardBackward0`, whose derivatives are `nll_loss(grad, target, ...)` for
+/// grad_output and zeros for self (the gradient is linear in grad_output, constant in self).
+fn nll_loss_backward(g: &Tensor, x: &Tensor, target: &Tensor, total_weight: &Tensor, call: &NllCall) -> Result<Tensor> {
+    let value = || {
+        let scale = if call.r == Reduction::Mean { total_weight.item()?.to_f64() } else { 1.0 };
+        let coef = nll_coefficients(target, call.weight, call.ignore_index, call.sh, scale, g.dtype(), g.device())?;
+        let coef = views::view_raw(&coef, &x.shape().iter().map(|&d| d as i64).collect::<Vec<_>>())?;
+        // A per-sample gradient (reduction none) broadcasts over the class dim.
+        let g = if call.r == Reduction::None && x.ndim() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
+        fm::mul(&g, &coef)
+    };
+    crate::autograd::backward_op(&[Some(g), Some(x)], value, |mut rec, out| {
+        let (r, ignore_index) = (call.r, call.ignore_index);
+        rec.value("ignore_index", ignore_index);
+        rec.value("reduction", r as i64);
+        rec.save("target", target)?;
+        if let Some(w) = call.weight {
+            rec.save("weight", w)?;
+        }
+        let has_w = call.weight.is_some();
+        let name = if call.two_d { "NllLoss2DBackwardBackward0" } else { "NllLossBackwardBackward0" };
+        rec.finish(name, &[out], Box::new(move |ctx| {
+            let (gg, target) = (ctx.grad(), ctx.saved(0));
+            let d_grad = match ctx.needs(0) {
+                true => Some(nll_loss(gg, target, has_w.then(|| ctx.saved(1)), r, ignore_index)?),
+                false => None,
+            };
+            let d_self = if ctx.needs(1) { Some(fm::zeros_like(gg)?) } else { None };
+            Ok(vec![d_grad, d_self])
+        }))?;
+        Ok(())
+    })
 }
 
 /// `nll_loss` of a (C) or (N, C) input.

@@ -86,19 +86,19 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>, log: bool) -> Result<
 /// backward pass (create_graph) holds torch's `SoftmaxBackwardDataBackward0` with the formulas
 /// of derivatives.yaml; computed unrecorded (the fused kernel where it applies).
 fn backward_data(g: &Tensor, r: &Tensor, wd: usize, dim: i64, log: bool) -> Result<Tensor> {
-    if !crate::autograd::should_record(&[Some(g), Some(r)]) {
-        return backward_value(g, r, wd, log);
-    }
-    let out = {
-        let _unrecorded = crate::autograd::mode::GradModeGuard::new(false);
-        backward_value(g, r, wd, log)?
-    };
-    let Some(mut rec) = Recorder::new(&[Some(g), Some(r)])? else { return Ok(out) };
+    crate::autograd::backward_op(&[Some(g), Some(r)], || backward_value(g, r, wd, log), |rec, out| {
+        record_backward_data(rec, out, (g, r), (wd, dim), log)
+    })
+}
+
+/// The `..BackwardDataBackward0` node around `backward_data`'s value `out`: torch's saved
+/// grad_output and output, and derivatives.yaml's formulas.
+fn record_backward_data(mut rec: Recorder, out: &Tensor, (g, r): (&Tensor, &Tensor), (wd, dim): (usize, i64), log: bool) -> Result<()> {
     rec.value("dim", dim);
     rec.save("grad_output", g)?;
     rec.save("output", r)?;
     let name = if log { "LogSoftmaxBackwardDataBackward0" } else { "SoftmaxBackwardDataBackward0" };
-    rec.finish(name, &[&out], Box::new(move |ctx| {
+    rec.finish(name, &[out], Box::new(move |ctx| {
         let (gg, g, r) = (ctx.grad(), ctx.saved(0), ctx.saved(1));
         let d = [wd as i64];
         let rowsum = |t: &Tensor| sum(t, Some(&d), true, None);
@@ -121,7 +121,7 @@ fn backward_data(g: &Tensor, r: &Tensor, wd: usize, dim: i64, log: bool) -> Resu
         };
         Ok(vec![d_grad, d_out])
     }))?;
-    Ok(out)
+    Ok(())
 }
 
 /// SoftmaxBackward0's value: the fused kernel, or the composite formula.

@@ -15,8 +15,7 @@
 //! around it.
 
 use super::{ParamUnary, UnaryOp};
-use crate::autograd::mode::GradModeGuard;
-use crate::autograd::{should_record, Recorder};
+use crate::autograd::Recorder;
 use crate::error::Result;
 use crate::ops::formulas::*;
 use crate::tensor::Tensor;
@@ -79,14 +78,11 @@ impl BackwardOp {
 /// `grad_output * op'(s)` (`s`: the saved input or result the first-order formula reads),
 /// recorded as torch's `...BackwardBackward0` node when a graph of the backward is being built.
 pub(crate) fn apply(op: BackwardOp, g: &Tensor, s: &Tensor) -> Result<Tensor> {
-    if !should_record(&[Some(g), Some(s)]) {
-        return op.value(g, s);
-    }
-    let out = {
-        let _unrecorded = GradModeGuard::new(false);
-        op.value(g, s)?
-    };
-    let Some(mut rec) = Recorder::new(&[Some(g), Some(s)])? else { return Ok(out) };
+    crate::autograd::backward_op(&[Some(g), Some(s)], || op.value(g, s), |rec, out| record(op, rec, out, g, s))
+}
+
+/// The node around `apply`'s value `out`: what torch saves, and derivatives.yaml's formulas.
+fn record(op: BackwardOp, mut rec: Recorder, out: &Tensor, g: &Tensor, s: &Tensor) -> Result<()> {
     // torch's saved sets: tanh/sigmoid save grad_output and output; threshold and leaky_relu
     // only self (their derivative in self is zero); elu grad_output and self_or_result; gelu
     // grad_output and self.
@@ -117,7 +113,7 @@ pub(crate) fn apply(op: BackwardOp, g: &Tensor, s: &Tensor) -> Result<Tensor> {
             rec.value("approximate", if tanh { "tanh" } else { "none" });
         }
     }
-    rec.finish(op.node(), &[&out], Box::new(move |ctx| {
+    rec.finish(op.node(), &[out], Box::new(move |ctx| {
         let gg = ctx.grad();
         let (g, s) = match op {
             BackwardOp::Threshold | BackwardOp::LeakyRelu(..) => (None, ctx.saved(0)),
@@ -132,7 +128,7 @@ pub(crate) fn apply(op: BackwardOp, g: &Tensor, s: &Tensor) -> Result<Tensor> {
         let d_s = if ctx.needs(1) { Some(second_derivative(op, gg, g, s)?) } else { None };
         Ok(vec![d_grad, d_s])
     }))?;
-    Ok(out)
+    Ok(())
 }
 
 /// The backward op's gradient in `s`, torch's formulas: `gg` the incoming gradient, `g` the saved
