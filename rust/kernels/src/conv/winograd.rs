@@ -122,75 +122,81 @@ fn block(r: usize, c: usize, hh: usize, wh: usize) -> usize {
     (((c % 2) * wh + c / 2) * 2 + r % 2) * hh + r / 2
 }
 
+/// Image slots per grid position: `nb`, or a few more (kept zero) when a position's block
+/// (`slots·ch` elements, for each of `chans`) would be a multiple of 512 bytes. `pack` and
+/// `unpack` touch one line in each of an image's positions per channel; blocks a power of two
+/// apart put all of them into a couple of L1 sets (2 KiB apart for the bench's 32 images of 16
+/// channels: 64 lines in 2 sets, pack and unpack 3-4x slower), blocks an odd number of lines
+/// apart spread them over all sets. `rows · slots` (the products' rows per tile column) is kept
+/// a multiple of 8, `small_k`'s register tile, where a few more slots allow (with 33 slots of
+/// 4 tile rows, 4 rows of each 132 ran through its slow remainder: the products took 150 µs
+/// instead of 85 on the bench shape).
+fn slots<T>(nb: usize, chans: [usize; 2], rows: usize) -> usize {
+    let aliases = |s: usize| chans.iter().any(|&ch| {
+        let bytes = s * ch * std::mem::size_of::<T>();
+        bytes >= 1024 && bytes % 512 == 0
+    });
+    if !aliases(nb) {
+        return nb;
+    }
+    let free = || (nb + 1..=nb + 8).filter(|&s| !aliases(s));
+    // No count helps when a slot itself is a multiple of 512 bytes (128 f32 channels).
+    free().find(|&s| rows * s % 8 == 0).or_else(|| free().next()).unwrap_or(nb)
+}
+
 /// Packs `nb` images `[nb][ch][h][w]` into the parity-split grid of `2hh × 2wh` positions, each a
-/// block of `nb·ch` values (`[image][channel]`); the image sits at offset (`ph`, `pw`) and
-/// every other position is zero. Each image is transposed to `[pixel][channel]` in `tmp`
-/// (L1-resident) and then copied line by line: writing the blocks (a power of two apart) one
-/// element at a time would thrash the L1 sets.
+/// block of `slots·ch` values (`[image slot][channel]`); the image sits at offset (`ph`, `pw`) and
+/// every other position, and the slots past `nb`, are zero. Each channel plane is read in order
+/// and its pixels stored one per position: with `slots` spreading the positions over the L1
+/// sets, an image's 16-channel lines stay in L1 while its channels are written (a transpose
+/// through a small buffer and line copies, before, cost about twice as much).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn pack<T: WinoElem>(src: &[T], nb: usize, ch: usize, (h, w): (usize, usize), (ph, pw): (usize, usize), (hh, wh): (usize, usize), dst: &mut [T]) {
-    let blk = nb * ch;
+fn pack<T: WinoElem>(src: &[T], nb: usize, slots: usize, ch: usize, (h, w): (usize, usize), (ph, pw): (usize, usize), (hh, wh): (usize, usize), dst: &mut [T]) {
+    let blk = slots * ch;
+    let dst = &mut dst[..4 * hh * wh * blk];
     for r in 0..2 * hh {
         for c in 0..2 * wh {
             let inside = (ph..ph + h).contains(&r) && (pw..pw + w).contains(&c);
-            if !inside {
-                let at = block(r, c, hh, wh) * blk;
-                dst[at..at + blk].fill(T::zero());
-            }
+            let at = block(r, c, hh, wh) * blk;
+            let from = if inside { nb * ch } else { 0 };
+            dst[at + from..at + blk].fill(T::zero());
         }
     }
     let hw = h * w;
     // Destination of each source pixel (all inside the grid: see `Plan`).
     let offs: Vec<usize> = (0..hw).map(|p| block(p / w + ph, p % w + pw, hh, wh) * blk).collect();
-    let mut tmp = vec![T::zero(); hw * ch];
+    let last = offs.iter().max().map_or(0, |&o| o + nb * ch);
+    assert!(last <= dst.len() && src.len() >= nb * ch * hw);
     for (i, img) in src[..nb * ch * hw].chunks_exact(ch * hw).enumerate() {
         for (c, plane) in img.chunks_exact(hw).enumerate() {
-            for (p, v) in plane.iter().enumerate() {
-                tmp[p * ch + c] = *v;
+            let at = i * ch + c;
+            for (&v, &o) in plane.iter().zip(&offs) {
+                // SAFETY: o + at <= max(offs) + (nb - 1)·ch + ch - 1 < last <= dst.len() (asserted).
+                unsafe { *dst.get_unchecked_mut(o + at) = v };
             }
         }
-        for (line, &o) in tmp.chunks_exact(ch).zip(&offs) {
-            copy_line(&mut dst[o + i * ch..o + (i + 1) * ch], line);
-        }
-    }
-}
-
-/// `dst.copy_from_slice(src)` for the one-pixel lines of `pack` and `unpack`: a line of 4-32
-/// channels is copied as a fixed-size array (a few vector moves, inlined) instead of a call to
-/// memmove per pixel, which took 8% of the 64x16x8x8 forward (4096 calls of 64 bytes).
-#[inline(always)]
-fn copy_line<T: Copy>(dst: &mut [T], src: &[T]) {
-    #[inline(always)]
-    fn fixed<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
-        let d: &mut [T; N] = dst.try_into().expect("N elements");
-        *d = *<&[T; N]>::try_from(src).expect("N elements");
-    }
-    match dst.len() {
-        4 => fixed::<T, 4>(dst, src),
-        8 => fixed::<T, 8>(dst, src),
-        16 => fixed::<T, 16>(dst, src),
-        32 => fixed::<T, 32>(dst, src),
-        _ => dst.copy_from_slice(src),
     }
 }
 
 /// The inverse of `pack` for the output: `out[i][co][oy][ox] = y[block(oy, ox)][i][co] + bias[co]`,
-/// `y` a parity-split grid of `2th × 2tw` positions.
+/// `y` a parity-split grid of `2th × 2tw` positions of `slots·ch` values; read one channel plane
+/// at a time, as `pack` writes.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn unpack<T: WinoElem>(y: &[T], nb: usize, ch: usize, (oh, ow): (usize, usize), (th, tw): (usize, usize), bias: Option<&[T]>, out: &mut [T]) {
-    let (blk, hw) = (nb * ch, oh * ow);
+fn unpack<T: WinoElem>(y: &[T], nb: usize, slots: usize, ch: usize, (oh, ow): (usize, usize), (th, tw): (usize, usize), bias: Option<&[T]>, out: &mut [T]) {
+    let (blk, hw) = (slots * ch, oh * ow);
     let zeros = vec![T::zero(); ch];
     let bias = bias.unwrap_or(&zeros);
     let offs: Vec<usize> = (0..hw).map(|p| block(p / ow, p % ow, th, tw) * blk).collect();
-    let mut tmp = vec![T::zero(); hw * ch];
+    let last = offs.iter().max().map_or(0, |&o| o + nb * ch);
+    assert!(last <= y.len() && bias.len() >= ch);
     for (i, img) in out[..nb * ch * hw].chunks_exact_mut(ch * hw).enumerate() {
-        for (line, &o) in tmp.chunks_exact_mut(ch).zip(&offs) {
-            copy_line(line, &y[o + i * ch..o + (i + 1) * ch]);
-        }
         for (c, (plane, &b)) in img.chunks_exact_mut(hw).zip(bias).enumerate() {
-            for (p, o) in plane.iter_mut().enumerate() {
-                *o = tmp[p * ch + c] + b;
+            let at = i * ch + c;
+            for (o, &off) in plane.iter_mut().zip(&offs) {
+                // SAFETY: off + at <= max(offs) + (nb - 1)·ch + ch - 1 < last <= y.len() (asserted).
+                *o = unsafe { *y.get_unchecked(off + at) } + b;
             }
         }
     }
@@ -406,13 +412,14 @@ impl<T: WinoElem> Kernels<T> {
 fn forward_chunk<T: WinoElem>(x: &[T], u: &Kernels<T>, bias: Option<&[T]>, out: &mut [T], nb: usize, g: &Geometry) -> Result<()> {
     let pl = Plan::new(g);
     let (c, k, t) = (g.c_in, g.c_out, pl.tiles());
-    let cols = if u.shallow { pl.th * nb } else { t * nb };
-    let mut xp = Buf::<T>::new(&[4 * (pl.th + 1) * (pl.tw + 1), nb, c])?;
+    let sl = slots::<T>(nb, [c, k], pl.th);
+    let cols = if u.shallow { pl.th * sl } else { t * sl };
+    let mut xp = Buf::<T>::new(&[4 * (pl.th + 1) * (pl.tw + 1), sl, c])?;
     let (vs, ms) = (plane_stride::<T>(cols * c), plane_stride::<T>(cols * k));
     let mut v = Buf::<T>::new(&[16, vs])?;
     let mut m = Buf::<T>::new(&[16, ms])?;
-    let mut y = Buf::<T>::new(&[4 * t, nb, k])?;
-    crate::simd::exec(ForwardChunk { x, u, bias, out, nb, g, pl, xp: &mut xp, v: &mut v, vs, m: &mut m, ms, y: &mut y });
+    let mut y = Buf::<T>::new(&[4 * t, sl, k])?;
+    crate::simd::exec(ForwardChunk { x, u, bias, out, nb, sl, g, pl, xp: &mut xp, v: &mut v, vs, m: &mut m, ms, y: &mut y });
     Ok(())
 }
 
@@ -424,6 +431,8 @@ struct ForwardChunk<'a, T> {
     bias: Option<&'a [T]>,
     out: &'a mut [T],
     nb: usize,
+    /// Image slots per grid position (`slots`).
+    sl: usize,
     g: &'a Geometry,
     pl: Plan,
     xp: &'a mut [T],
@@ -438,30 +447,30 @@ impl<T: WinoElem> crate::simd::Body for ForwardChunk<'_, T> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let ForwardChunk { x, u, bias, out, nb, g, pl, xp, v, vs, m, ms, y } = self;
+        let ForwardChunk { x, u, bias, out, nb, sl, g, pl, xp, v, vs, m, ms, y } = self;
         let (c, k) = (g.c_in, g.c_out);
-        pack(x, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
+        pack(x, nb, sl, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
         if u.shallow {
-            let cols = pl.th * nb;
+            let cols = pl.th * sl;
             for tx in 0..pl.tw {
-                input_column(xp, nb * c, pl, tx, v, vs, 0);
+                input_column(xp, sl * c, pl, tx, v, vs, 0);
                 for xi in 0..16 {
                     // Row j of V[ξ] (its c channels) times Uᵀ[ξ] ([c][k]): row j of M[ξ].
                     small_k::product(cols, k, c, &v[xi * vs..], &u.u[xi * c * k..], k, &mut m[xi * ms..xi * ms + cols * k]);
                 }
-                output_column(m, nb * k, pl, tx, ms, 0, y);
+                output_column(m, sl * k, pl, tx, ms, 0, y);
             }
         } else {
-            let cols = pl.tiles() * nb;
-            input_transform(xp, nb * c, pl, v, vs);
+            let cols = pl.tiles() * sl;
+            input_transform(xp, sl * c, pl, v, vs);
             for xi in 0..16 {
                 let a = Mat { data: &u.u[xi * k * c..], rs: c, cs: 1 };
                 let b = Mat { data: &v[xi * vs..], rs: 1, cs: c };
                 gemm(k, cols, c, &mut m[xi * ms..xi * ms + cols * k], (1, k), a, b, false);
             }
-            output_transform(m, nb * k, pl, ms, y);
+            output_transform(m, sl * k, pl, ms, y);
         }
-        unpack(y, nb, k, (g.oh, g.ow), (pl.th, pl.tw), bias, out);
+        unpack(y, nb, sl, k, (g.oh, g.ow), (pl.th, pl.tw), bias, out);
     }
 }
 
@@ -529,14 +538,15 @@ pub(crate) fn grad_weight_in_chunks<T: WinoElem>(x: &[T], grad: &[T], dw: &mut [
     let (img_in, img_out) = (c * g.h * g.w, k * g.oh * g.ow);
     let chunk = |first: usize, du: &mut [T]| -> Result<()> {
         let nb = nb.min(g.n - first);
-        let cols = pl.tiles() * nb;
-        let mut xp = Buf::<T>::new(&[4 * (pl.th + 1) * (pl.tw + 1), nb, c])?;
+        let sl = slots::<T>(nb, [c, k], pl.tiles());
+        let cols = pl.tiles() * sl;
+        let mut xp = Buf::<T>::new(&[4 * (pl.th + 1) * (pl.tw + 1), sl, c])?;
         let (vs, ms) = (plane_stride::<T>(cols * c), plane_stride::<T>(cols * k));
         let mut v = Buf::<T>::new(&[16, vs])?;
-        let mut dp = Buf::<T>::new(&[4 * pl.tiles(), nb, k])?;
+        let mut dp = Buf::<T>::new(&[4 * pl.tiles(), sl, k])?;
         let mut mg = Buf::<T>::new(&[16, ms])?;
         let (xs, gs) = (&x[first * img_in..(first + nb) * img_in], &grad[first * img_out..(first + nb) * img_out]);
-        crate::simd::exec(WeightTransforms { xs, gs, nb, g, pl, xp: &mut xp, v: &mut v, vs, dp: &mut dp, mg: &mut mg, ms });
+        crate::simd::exec(WeightTransforms { xs, gs, nb, sl, g, pl, xp: &mut xp, v: &mut v, vs, dp: &mut dp, mg: &mut mg, ms });
         // dU[ξ] stored column-major ([ci][co]): gemm's preferred output layout.
         for xi in 0..16 {
             let a = Mat { data: &mg[xi * ms..], rs: 1, cs: k };
@@ -564,6 +574,7 @@ struct WeightTransforms<'a, T> {
     xs: &'a [T],
     gs: &'a [T],
     nb: usize,
+    sl: usize,
     g: &'a Geometry,
     pl: Plan,
     xp: &'a mut [T],
@@ -578,12 +589,12 @@ impl<T: WinoElem> crate::simd::Body for WeightTransforms<'_, T> {
     type Output = ();
     #[inline(always)]
     fn call(self) {
-        let WeightTransforms { xs, gs, nb, g, pl, xp, v, vs, dp, mg, ms } = self;
+        let WeightTransforms { xs, gs, nb, sl, g, pl, xp, v, vs, dp, mg, ms } = self;
         let (c, k) = (g.c_in, g.c_out);
-        pack(xs, nb, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
-        pack(gs, nb, k, (g.oh, g.ow), (0, 0), (pl.th, pl.tw), dp);
-        input_transform(xp, nb * c, pl, v, vs);
-        grad_transform(dp, nb * k, pl, mg, ms);
+        pack(xs, nb, sl, c, (g.h, g.w), (g.padding[0], g.padding[1]), (pl.th + 1, pl.tw + 1), xp);
+        pack(gs, nb, sl, k, (g.oh, g.ow), (0, 0), (pl.th, pl.tw), dp);
+        input_transform(xp, sl * c, pl, v, vs);
+        grad_transform(dp, sl * k, pl, mg, ms);
     }
 }
 

@@ -21,6 +21,7 @@ const CASES: &[Case] = &[
     (1, 7, 9, 2, 2, [2, 1]),
     (5, 16, 16, 8, 8, [1, 1]), // the digits net's residual convs, small batch
     (2, 66, 65, 4, 3, [1, 1]), // more channels than `small_k` sums: gemm's products, both ways
+    (16, 16, 16, 8, 8, [1, 1]), // 8 images of 16 f64 channels per chunk: padded with image slots
 ];
 
 fn cases() -> Vec<Geometry> {
@@ -50,6 +51,18 @@ fn which_geometries_suit() {
     ] {
         assert!(!suits(&g), "{g:?}");
     }
+}
+
+/// Grid blocks a multiple of 512 bytes get extra zero image slots (keeping the products' rows
+/// a multiple of 8 where it can); others keep `nb`.
+#[test]
+fn image_slots_break_power_of_two_blocks() {
+    assert_eq!(slots::<f32>(32, [16, 16], 4), 34);
+    assert_eq!(slots::<f32>(32, [16, 16], 16), 33);
+    assert_eq!(slots::<f64>(8, [16, 16], 4), 10);
+    assert_eq!(slots::<f32>(3, [16, 16], 4), 3);
+    assert_eq!(slots::<f32>(19, [16, 12], 4), 19);
+    assert_eq!(slots::<f32>(8, [128, 128], 4), 8, "no slot count helps");
 }
 
 #[test]
@@ -100,7 +113,8 @@ fn max_rel(a: &[f32], b: &[f64]) -> f64 {
 /// transforms' extra additions cost a few ulps of the row sums more.
 #[test]
 fn f32_error_against_f64_definition() {
-    for &(n, c, k, hw, p) in &[(2, 64, 32, 9, 1), (3, 16, 16, 8, 1), (1, 32, 8, 11, 2), (2, 8, 24, 6, 0)] {
+    // (64, 16, 16, 8): the bench's shape, chunks of 32 images in 34 slots.
+    for &(n, c, k, hw, p) in &[(2, 64, 32, 9, 1), (3, 16, 16, 8, 1), (1, 32, 8, 11, 2), (2, 8, 24, 6, 0), (64, 16, 16, 8, 1)] {
         let g = geo(n, c, hw, hw, k, [3, 3], [1, 1], [p, p], [1, 1], 1);
         let x: Vec<f64> = (0..n * c * hw * hw).map(|i| rnd(i, 1)).collect();
         let wt: Vec<f64> = (0..k * c * 9).map(|i| rnd(i, 2) * 0.3).collect();
@@ -132,7 +146,13 @@ fn f32_error_against_f64_definition() {
 /// Results do not depend on the thread count (chunks are fixed by the sizes), bit for bit.
 #[test]
 fn bitwise_identical_on_one_and_two_threads() {
-    let g = geo(37, 16, 8, 8, 12, [3, 3], [1, 1], [1, 1], [1, 1], 1);
+    // Uneven chunks; the bench's shape (chunks of 32 images in 34 slots).
+    for g in [geo(37, 16, 8, 8, 12, [3, 3], [1, 1], [1, 1], [1, 1], 1), geo(64, 16, 8, 8, 16, [3, 3], [1, 1], [1, 1], [1, 1], 1)] {
+        bitwise_identical_on_thread_counts(g);
+    }
+}
+
+fn bitwise_identical_on_thread_counts(g: Geometry) {
     let x: Vec<f32> = (0..g.n * g.c_in * 64).map(|i| rnd(i, 4) as f32).collect();
     let wt: Vec<f32> = (0..g.c_out * g.c_in * 9).map(|i| rnd(i, 5) as f32).collect();
     let gy: Vec<f32> = (0..g.n * g.c_out * 64).map(|i| rnd(i, 6) as f32).collect();
