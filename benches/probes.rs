@@ -202,6 +202,12 @@ fn products() {
         let (tn, rows, cols) = (us(&mut || whole()), us(&mut || forced(true)), us(&mut || forced(false)));
         let t = rayon::current_num_threads();
         println!("{name:>11} {m}x{n}x{k}: t1 {t1:7.1}  t{t} {tn:7.1}  t{t} rows {rows:7.1}  t{t} cols {cols:7.1}");
+        // The same product into a column-major dst (gemm then packs a, not b).
+        let sc = Strides { dst_rs: 1, dst_cs: m as isize, ..s };
+        let colmajor = || unsafe { float_gemm(m, n, k, dp.get(), a.as_ptr(), b.as_ptr(), sc, false, true, (1.0, 0.0)) };
+        let c1 = pool(1).install(|| us(&mut || colmajor()));
+        let cn = us(&mut || colmajor());
+        println!("{:>11} column-major dst: t1 {c1:7.1}  t{t} {cn:7.1}", "");
     }
 }
 

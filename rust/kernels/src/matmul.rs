@@ -7,6 +7,7 @@
 //! that depends only on the sizes and strides (gemm splits work across threads by output
 //! blocks, never along k), so repeated calls give bit-identical results.
 
+mod colmajor_dst;
 pub mod panels;
 
 use super::parallel::SendPtr;
@@ -76,7 +77,10 @@ thread_local! {
 /// copy per column, so the arithmetic, and so the bits, are the same as with `b` read in place).
 /// When the product is cut into column panels, each panel copies only its own columns, on the
 /// thread that multiplies it (the MLP's 64x256x256 `h @ W2.t()` on two threads: the whole copy
-/// on the calling thread before the split was a third of the product's time).
+/// on the calling thread before the split was a third of the product's time). A row-major
+/// product with a column-major b and fewer rows than columns (a Linear layer's forward) is
+/// computed column-major per panel and transposed into dst (`colmajor_dst`: gemm then packs a,
+/// not bᵀ).
 ///
 /// # Safety
 /// `MatElem::product`'s contract; with `accumulate` every dst element is initialised.
@@ -90,6 +94,10 @@ pub unsafe fn float_gemm<T: Copy + Send + Sync + 'static>(
         b: (SendPtr(b as *mut T), s.b_rs, s.b_cs),
     };
     let pad = aliases::<T>(s.b_rs, s.b_cs) && n > 1 && k > 1 && k * n >= PAD_MIN;
+    // SAFETY: the caller's contract; `applies` checked the layouts colmajor_dst needs.
+    if colmajor_dst::applies(m, n, k, &s) && unsafe { colmajor_dst::gemm(m, n, k, o, accumulate, one, zero, parallel, pad) } {
+        return;
+    }
     // SAFETY: the caller's contract.
     unsafe { panels::gemm(m, n, k, o, accumulate, one, zero, parallel, pad) }
 }
@@ -115,8 +123,10 @@ unsafe fn with_padded<T: Copy>(b: (SendPtr<T>, isize, isize), n: usize, k: usize
     let words = (stride * n * size).div_ceil(8);
     PADDED.with(|cell| {
         let mut buf = cell.take();
-        buf.clear();
-        buf.resize(words, 0);
+        // Grown (zeroed) only: every element read is copied in below, the gaps are never read.
+        if buf.len() < words {
+            buf.resize(words, 0);
+        }
         let p = buf.as_mut_ptr() as *mut T;
         for j in 0..n {
             // SAFETY: column j of b is k contiguous elements (contract); the buffer holds n
