@@ -50,6 +50,16 @@ pub const PAR_SPLIT_MIN: usize = 1 << 17;
 /// pieces cost more than they balance: relu_ 1e6 split 29.6 us in two pieces, 33.2 in four).
 const PIECES_PER_THREAD: usize = 1;
 
+/// Longest piece of [`for_split`], in elements: a large op is cut into pieces claimed in turn,
+/// so a thread slowed by something else on its core (an interrupt, another process) does less
+/// of the work instead of holding up the call; one claim per 4 MB of float32 costs nothing.
+/// Measured 2026-11-27 (seventh session, quiet machine, two threads, `minigrad bench
+/// elementwise --case "add_ 1e7" --case "mul_ 1e7"`, two rounds, the piece length read from
+/// the environment in a throwaway build): one piece per thread add_ 1e7 1.02 / 1.07 of torch,
+/// mul_ 1e7 1.00 / 0.98; 2^20-element pieces 0.98 / 0.98 and 1.00 / 0.97 (memory bound: within
+/// noise of each other, never worse).
+const MAX_PIECE: usize = 1 << 20;
+
 /// Element count from which an elementwise op whose element costs `cost` relu_ elements goes
 /// parallel through [`for_split`].
 pub fn split_threshold(cost: usize) -> usize {
@@ -77,7 +87,7 @@ pub fn for_split(n: usize, min_par: usize, f: impl Fn(usize, usize) + Sync + Sen
         f(0, n);
         return;
     }
-    let per = n.div_ceil(threads * PIECES_PER_THREAD).next_multiple_of(SPLIT_ALIGN);
+    let per = n.div_ceil(threads * PIECES_PER_THREAD).min(MAX_PIECE).next_multiple_of(SPLIT_ALIGN);
     let pieces = n.div_ceil(per);
     // From outside the pools (the Python thread), hand off to helpers that spin between calls.
     if rayon::current_thread_index().is_none() && hand_off::split(n, per, pieces, threads - 1, &f) {
