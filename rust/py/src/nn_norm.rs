@@ -70,13 +70,17 @@ pub fn embedding_renorm_(py: Python<'_>, weight: &Bound<'_, PyAny>, indices: &Bo
     run(py, i.numel(), || emb::embedding_renorm_(&w, &i, max_norm, norm_type))
 }
 
-/// mse_loss, l1_loss: `op` names the loss.
+/// mse_loss, l1_loss, smooth_l1_loss (`param`: beta), huber_loss (`param`: delta): `op` names
+/// the loss.
 #[pyfunction]
-pub fn pointwise_loss(py: Python<'_>, op: &str, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction_: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (op, input, target, reduction_, param=1.0))]
+pub fn pointwise_loss(py: Python<'_>, op: &str, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction_: &str, param: f64) -> PyResult<Py<PyAny>> {
     let r = reduction(reduction_)?;
     let (x, t) = (tensor_of(input, "input")?, tensor_of(target, "target")?);
     let out = match op {
         "mse_loss" => run(py, x.numel(), || loss::mse_loss(&x, &t, r))?,
+        "smooth_l1_loss" => run(py, x.numel(), || loss::robust_loss(loss::Robust::SmoothL1 { beta: param }, &x, &t, r))?,
+        "huber_loss" => run(py, x.numel(), || loss::robust_loss(loss::Robust::Huber { delta: param }, &x, &t, r))?,
         _ => run(py, x.numel(), || loss::l1_loss(&x, &t, r))?,
     };
     wrap(py, out)

@@ -13,6 +13,8 @@ __all__ = [
     "cross_entropy",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "smooth_l1_loss",
+    "huber_loss",
 ]
 
 
@@ -58,6 +60,23 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     if weight is not None:
         raise NotImplementedError("l1_loss(weight=...) is not supported by minigrad")
     return _C.pointwise_loss("l1_loss", input, target, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 (SmoothL1LossBackward0): squared over 2 beta below |input - target| = beta,
+    linear above; beta=0 is l1_loss, as in torch."""
+    _warn_broadcast(input, target)  # torch reads the sizes first
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _C.pointwise_loss("smooth_l1_loss", input, target, reduction, float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber loss (HuberLossBackward0): squared over 2 below |input - target| = delta, delta
+    times the distance less delta / 2 above."""
+    _warn_broadcast(input, target)  # torch reads the sizes first
+    if weight is not None:
+        raise NotImplementedError("huber_loss(weight=...) is not supported by minigrad")
+    return _C.pointwise_loss("huber_loss", input, target, reduction, float(delta))
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):

@@ -1,15 +1,16 @@
 //! Losses of `nn.functional`: mse_loss (MseLossBackward0), l1_loss (composed, as torch does),
 //! nll_loss (NllLossBackward0 / NllLoss2DBackward0), cross_entropy (LogSoftmax then NllLoss,
 //! label smoothing and class-probability targets composed as torch composes them),
-//! binary_cross_entropy (BinaryCrossEntropyBackward0) and binary_cross_entropy_with_logits
-//! (BinaryCrossEntropyWithLogitsBackward0).
+//! binary_cross_entropy (BinaryCrossEntropyBackward0), binary_cross_entropy_with_logits
+//! (BinaryCrossEntropyWithLogitsBackward0), smooth_l1_loss (SmoothL1LossBackward0) and
+//! huber_loss (HuberLossBackward0).
 //!
 //! Forward kernels accumulate in f64 in a fixed order. Backward formulas are written with
 //! differentiable ops, so double backward works (through composed nodes).
 //!
 //! This file holds `reduction=` and the helpers the losses share; each loss keeps its forward,
-//! backward formula and saves in its own file: `mse_l1.rs`, `nll.rs`, `cross_entropy.rs` and
-//! `bce.rs` (binary_cross_entropy, with and without logits).
+//! backward formula and saves in its own file: `mse_l1.rs`, `nll.rs`, `cross_entropy.rs`,
+//! `bce.rs` (binary_cross_entropy, with and without logits) and `smooth_l1.rs` (with huber).
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{fmt_shape, Error, Result};
@@ -22,11 +23,13 @@ mod bce;
 mod cross_entropy;
 mod mse_l1;
 mod nll;
+mod smooth_l1;
 
 pub use bce::{binary_cross_entropy, binary_cross_entropy_with_logits};
 pub use cross_entropy::cross_entropy;
 pub use mse_l1::{l1_loss, mse_loss};
 pub use nll::nll_loss;
+pub use smooth_l1::{robust_loss, Robust};
 
 /// `reduction=`: torch's enum values (none 0, mean 1, sum 2), as `_saved_reduction` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,8 +22,9 @@ fn apply_reduction(t: &Tensor, r: Reduction) -> Result<Tensor> {
     }
 }
 
-/// F.mse_loss / F.l1_loss broadcast input and target against each other first.
-fn broadcast_pair(x: &Tensor, t: &Tensor) -> Result<(Tensor, Tensor)> {
+/// F.mse_loss / F.l1_loss (and smooth_l1 / huber) broadcast input and target against each
+/// other first.
+pub(super) fn broadcast_pair(x: &Tensor, t: &Tensor) -> Result<(Tensor, Tensor)> {
     let shape = broadcast_shapes(x.shape(), t.shape())?;
     Ok((expand_to(x, &shape)?, expand_to(t, &shape)?))
 }
