@@ -170,7 +170,8 @@ def builtin_class(e):
 OVERFLOW_CLASSES = {"TypeError", "ValueError", "OverflowError", "RuntimeError", "NotImplementedError"}
 INT_LIST_OPS = {"pad", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "norm", "embedding", "split_with_sizes"}
 CHECK_ORDER_OPS = {"embedding", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-                   "adaptive_avg_pool2d", "max_pool2d", "avg_pool2d", "mse_loss", "l1_loss", "cross_entropy", "conv2d"}
+                   "adaptive_avg_pool2d", "max_pool2d", "avg_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                   "cross_entropy", "conv2d"}
 KNOWN = {("*", "AttributeError", "TypeError")} \
     | {(n, "TypeError", c) for n in INT_LIST_OPS for c in ("ValueError", "RuntimeError", "NotImplementedError", "IndexError")} \
     | {(n, a, b) for n in CHECK_ORDER_OPS for a in ("TypeError", "ValueError", "IndexError", "RuntimeError", "NotImplementedError")
@@ -189,8 +190,10 @@ KNOWN = {("*", "AttributeError", "TypeError")} \
     | {(n, a, b) for n in ("full", "linspace", "split", "bmm") for a in ("TypeError", "RuntimeError", "NotImplementedError")
        for b in ("TypeError", "RuntimeError") if a != b} \
     | {("view", "RuntimeError", "NotImplementedError"), ("view", "TypeError", "RuntimeError"),
-       ("mse_loss", "ok", "RuntimeError"), ("l1_loss", "ok", "RuntimeError"), ("roll", "RuntimeError", "ok")} \
-    | {(n, a, "ok") for n in ("mse_loss", "l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
+       ("mse_loss", "ok", "RuntimeError"), ("l1_loss", "ok", "RuntimeError"), ("smooth_l1_loss", "ok", "RuntimeError"),
+       ("huber_loss", "ok", "RuntimeError"), ("roll", "RuntimeError", "ok")} \
+    | {(n, a, "ok") for n in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits",
+                              "binary_cross_entropy",
                               "nll_loss", "cross_entropy")
        for a in ("NotImplementedError", "RuntimeError")} \
     | {(n, a, b) for n in ("as_strided", "as_strided_", "squeeze", "squeeze_") for a in ("TypeError", "IndexError", "RuntimeError", "ok")

@@ -115,6 +115,12 @@ def _errors(lib, F):
         "bad reduction": lambda: F.smooth_l1_loss(x, x, reduction="bad"),
         "huber bad reduction": lambda: F.huber_loss(x, x, reduction="bad"),
         "shapes": lambda: F.huber_loss(lib.zeros(3), lib.zeros(4)),
+        # integer and bool losses are refused by torch's kernels, not computed in integers
+        "smooth_l1 int64": lambda: F.smooth_l1_loss(lib.ones(3, dtype=lib.int64), lib.ones(3, dtype=lib.int64)),
+        "huber int32": lambda: F.huber_loss(lib.ones(3, dtype=lib.int32), lib.ones(3, dtype=lib.int32)),
+        "huber bool": lambda: F.huber_loss(lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
+        "mse uint8": lambda: F.mse_loss(lib.ones(3, dtype=lib.uint8), lib.ones(3, dtype=lib.uint8)),
+        "mse mixed ints": lambda: F.mse_loss(lib.ones(3, dtype=lib.int32), lib.ones(3, dtype=lib.int64)),
     }
 
 

@@ -29,9 +29,21 @@ pub(super) fn broadcast_pair(x: &Tensor, t: &Tensor) -> Result<(Tensor, Tensor)>
     Ok((expand_to(x, &shape)?, expand_to(t, &shape)?))
 }
 
+/// torch's kernels of the pointwise losses run on the inputs' common dtype, which must be
+/// floating: `"mse_cpu" not implemented for 'Long'` (not an integer loss computed anyway).
+pub(super) fn check_floating(x: &Tensor, t: &Tensor, kernel: &str) -> Result<()> {
+    let common = minigrad_base::dtype::promote_types(x.dtype(), t.dtype());
+    if common.is_floating() {
+        return Ok(());
+    }
+    let device = if x.device().is_cpu() { "cpu" } else { "cuda" };
+    Err(crate::error::Error::NotImplemented(format!("\"{kernel}_{device}\" not implemented for '{}'", common.scalar_type_name())))
+}
+
 /// Differentiable `mse_loss` (MseLossBackward0: saves self and target).
 pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     let (x, t) = broadcast_pair(x, t)?;
+    check_floating(&x, &t, "mse")?;
     let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
     let dt = d.dtype();
     let sq: Vec<f64> = f64s(&d)?.iter().map(|v| v * v).collect();

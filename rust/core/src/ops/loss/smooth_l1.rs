@@ -60,6 +60,7 @@ pub fn robust_loss(kind: Robust, x: &Tensor, t: &Tensor, r: Reduction) -> Result
     }
     crate::autograd::precheck(&[Some(x), Some(t)])?;
     let (x, t) = broadcast_pair(x, t)?;
+    super::mse_l1::check_floating(&x, &t, if matches!(kind, Robust::Huber { .. }) { "huber" } else { "smooth_l1" })?;
     let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
     let dt = d.dtype();
     let losses: Vec<f64> = f64s(&d)?.iter().map(|&v| kind.loss(v)).collect();
