@@ -236,15 +236,20 @@ def loss_grads(lib, name):
     return x, y, seed, g
 
 
+def loss_second_grads(lib, name):
+    """loss_grads, and the derivatives of the gradient (weighted) in input, target and seed."""
+    x, y, seed, g = loss_grads(lib, name)
+    w = lib.tensor(np.random.default_rng(8).standard_normal((3, 4)), dtype=lib.float64)
+    return x, y, seed, g, lib.autograd.grad(g, (x, y, seed), w, create_graph=True, allow_unused=True)
+
+
 # (not mse_broadcast: `y[:1]`'s backward is torch's slice_backward op, SliceBackwardBackward0,
 # where minigrad writes the gradient into zeros through a view, CopySlices; values agree)
 @pytest.mark.parametrize("name", [n for n in LOSSES if n != "mse_broadcast"])
 def test_loss_gradients_graphs_match_torch(name):
     got = {}
     for lib in (torch, mg):
-        x, y, seed, g = loss_grads(lib, name)
-        w = lib.tensor(np.random.default_rng(8).standard_normal((3, 4)), dtype=lib.float64)
-        second = lib.autograd.grad(g, (x, y, seed), w, create_graph=True, allow_unused=True)
+        x, y, seed, g, second = loss_second_grads(lib, name)
         got[lib.__name__] = (graph_names(g.grad_fn),
                              [None if h is None else (h.requires_grad, graph_names(h.grad_fn) if h.grad_fn else None)
                               for h in second])
@@ -255,9 +260,7 @@ def test_loss_gradients_graphs_match_torch(name):
 def test_loss_second_and_third_derivatives_match_torch(name):
     out = {}
     for lib in (torch, mg):
-        x, y, seed, g = loss_grads(lib, name)
-        w = lib.tensor(np.random.default_rng(8).standard_normal((3, 4)), dtype=lib.float64)
-        second = lib.autograd.grad(g, (x, y, seed), w, create_graph=True, allow_unused=True)
+        x, y, seed, g, second = loss_second_grads(lib, name)
         vals = [None if h is None else to_numpy(h) for h in second]
         # third order: through whichever second derivatives still have a graph
         live = [h for h in second if h is not None and h.requires_grad]

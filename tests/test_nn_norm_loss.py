@@ -352,6 +352,7 @@ def _errors(lib, F):
         return lib.tensor(v, **kw)
 
     x43 = lib.zeros(4, 3)
+    x2 = lib.tensor([1.0, 2.0])
     tgt = t([0, 2, 1, 0])
     return {
         "bn one value": lambda: F.batch_norm(lib.zeros(1, 3), lib.zeros(3), lib.ones(3), training=True),
@@ -411,6 +412,18 @@ def _errors(lib, F):
         "bcel reduction": lambda: F.binary_cross_entropy_with_logits(lib.zeros(3), lib.zeros(3), reduction="bad"),
         "bcel long": lambda: F.binary_cross_entropy_with_logits(lib.zeros(3).double(), lib.zeros(3).long()),
         "bcel pos_weight": lambda: F.binary_cross_entropy_with_logits(lib.zeros(3), lib.zeros(3), pos_weight=lib.ones(4)),
+        "smooth_l1 negative beta": lambda: F.smooth_l1_loss(x2, x2, beta=-1.0),
+        "huber zero delta": lambda: F.huber_loss(x2, x2, delta=0.0),
+        "huber negative delta": lambda: F.huber_loss(x2, x2, delta=-2.0),
+        "smooth_l1 reduction": lambda: F.smooth_l1_loss(x2, x2, reduction="bad"),
+        "huber reduction": lambda: F.huber_loss(x2, x2, reduction="bad"),
+        "huber size": lambda: F.huber_loss(lib.zeros(3), lib.zeros(4)),
+        # integer and bool losses are refused by torch's kernels, not computed in integers
+        "smooth_l1 int64": lambda: F.smooth_l1_loss(lib.ones(3, dtype=lib.int64), lib.ones(3, dtype=lib.int64)),
+        "huber int32": lambda: F.huber_loss(lib.ones(3, dtype=lib.int32), lib.ones(3, dtype=lib.int32)),
+        "huber bool": lambda: F.huber_loss(lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
+        "mse uint8": lambda: F.mse_loss(lib.ones(3, dtype=lib.uint8), lib.ones(3, dtype=lib.uint8)),
+        "mse mixed ints": lambda: F.mse_loss(lib.ones(3, dtype=lib.int32), lib.ones(3, dtype=lib.int64)),
     }
 
 
