@@ -1,6 +1,6 @@
-"""Losses whose values are summed on the host in float64 (mse, l1, binary cross-entropy with and
-without logits) return their result on the inputs' device, as torch's do, with torch's values and
-gradients. On a GPU when there is one, else on the host-emulated device (tests/cuda_host)."""
+"""Losses whose values are summed on the host in float64 (mse, l1, smooth l1, huber, binary
+cross-entropy with and without logits) return their result on the inputs' device, as torch's do,
+with torch's values and gradients. On a GPU when there is one, else on the host-emulated device (tests/cuda_host)."""
 
 import pytest
 import torch
@@ -16,6 +16,11 @@ LOSSES = {
     "l1_loss": (F.l1_loss, torch.nn.functional.l1_loss),
     "binary_cross_entropy": (F.binary_cross_entropy, torch.nn.functional.binary_cross_entropy),
     "binary_cross_entropy_with_logits": (F.binary_cross_entropy_with_logits, torch.nn.functional.binary_cross_entropy_with_logits),
+    # thresholds among the differences |P - T| (0.1 to 0.5), so both pieces of each loss are taken
+    "smooth_l1_loss": (lambda x, t, **kw: F.smooth_l1_loss(x, t, beta=0.25, **kw),
+                       lambda x, t, **kw: torch.nn.functional.smooth_l1_loss(x, t, beta=0.25, **kw)),
+    "huber_loss": (lambda x, t, **kw: F.huber_loss(x, t, delta=0.25, **kw),
+                   lambda x, t, **kw: torch.nn.functional.huber_loss(x, t, delta=0.25, **kw)),
 }
 
 
