@@ -11,7 +11,7 @@
 
 use super::backend::Cuda;
 use super::kernels::ty;
-use super::launch::Params;
+use super::launch::{Params, BLOCK};
 use minigrad_core::device::{AvgWindows, Backend, BinaryMode, ConvGeometry, MaxGeometry};
 use minigrad_core::dtype::Scalar;
 use minigrad_core::error::Result;
@@ -55,6 +55,18 @@ fn mg_pool(g: &MaxGeometry) -> [i64; 12] {
     v.map(|x| x as i64)
 }
 
+/// Grid and block of the column kernels, which loop over planes, a block's threads over one
+/// plane's pixels: a warp multiple no wider than the plane (nor than 256), so a small plane does
+/// not leave most of a block idle; blocks enough to fill the device several times.
+fn plane_launch(planes: usize, pixels: usize) -> (u32, u32) {
+    let block = pixels.next_multiple_of(32).clamp(32, BLOCK as usize) as u32;
+    let grid = planes.clamp(1, MAX_PLANE_BLOCKS) as u32;
+    (grid, block)
+}
+
+/// At most this many blocks for the column kernels (132 SMs x 16 resident blocks, several times).
+const MAX_PLANE_BLOCKS: usize = 1 << 14;
+
 fn hw(shape: &[usize]) -> (usize, usize) {
     (shape[shape.len() - 2], shape[shape.len() - 1])
 }
@@ -73,10 +85,13 @@ impl Cuda {
 
     /// `mg_im2col` or `mg_col2im` of images `first..first + nb`, columns at `r·rs + i·is + p`.
     #[allow(clippy::too_many_arguments)]
-    fn columns(&self, kernel: &str, dst: &Tensor, src: &Tensor, g: &ConvGeometry, first: usize, nb: usize, rs: usize, is: usize, n: usize) -> Result<()> {
+    fn columns(&self, kernel: &str, dst: &Tensor, src: &Tensor, g: &ConvGeometry, first: usize, nb: usize, rs: usize, is: usize) -> Result<()> {
         let mut p = Params::new();
         p.ptr(addr(dst)).ptr(addr(src)).i64s(&mg_conv(g)).i64(first as i64).i64(nb as i64).i64(rs as i64).i64(is as i64);
-        self.launch(&format!("{kernel}<{}>", ty(dst.dtype())), n, &mut p)
+        // im2col's planes are column rows of P pixels; col2im's input planes of H·W pixels
+        let (planes, pixels) = if kernel == "mg_im2col" { (g.c_in * g.kh * g.kw * nb, g.oh * g.ow) } else { (nb * g.c_in, g.h * g.w) };
+        let (grid, block) = plane_launch(planes, pixels);
+        self.launch_on(&format!("{kernel}<{}>", ty(dst.dtype())), grid, block, planes * pixels, &mut p)
     }
 
     pub(super) fn conv2d_impl(&self, out: &Tensor, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &ConvGeometry) -> Result<()> {
@@ -93,7 +108,7 @@ impl Cuda {
             let img = g.c_in * k * p;
             for first in (0..g.n).step_by(nb_max) {
                 let nb = nb_max.min(g.n - first);
-                self.columns("mg_im2col", &cols, x, g, first, nb, p, img, nb * img)?;
+                self.columns("mg_im2col", &cols, x, g, first, nb, p, img)?;
                 // out[i, grp] = W[grp] @ cols[i, grp]: the weight broadcast over the chunk's images.
                 let a = view(w, &[nb, groups, cout_g, rows_g], &[0, (cout_g * rows_g) as isize, rows_g as isize, 1], 0);
                 let b = dense(&cols, &[nb, groups, rows_g, p], 0);
@@ -124,7 +139,7 @@ impl Cuda {
             let b = dense(grad, &[nb, groups, cout_g, p], first * g.c_out * p);
             let d = dense(&cols, &[nb, groups, rows_g, p], 0);
             self.matmul(&d, &a, &b)?;
-            self.columns("mg_col2im", dx, &cols, g, first, nb, p, img, nb * g.c_in * g.h * g.w)?;
+            self.columns("mg_col2im", dx, &cols, g, first, nb, p, img)?;
         }
         Ok(())
     }
@@ -147,7 +162,7 @@ impl Cuda {
             let nb = nb_max.min(g.n - first);
             let rs = nb * p;
             // columns as [C·KH·KW, nb·P]: each group's rows are one matrix over the chunk's pixels
-            self.columns("mg_im2col", &cols, x, g, first, nb, rs, p, g.c_in * k * rs)?;
+            self.columns("mg_im2col", &cols, x, g, first, nb, rs, p)?;
             // the chunk's gradient as [Cout, nb·P] (one image's already is)
             let gsrc = match &regrouped {
                 Some(r) if nb > 1 => {
