@@ -5,7 +5,7 @@
 
 use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
-use super::launch::{grid_for, Geometry, Operand, Params, BLOCK};
+use super::launch::{grid_for, vector_width, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
 use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, IndexTable, MaxGeometry, RandomDist, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
@@ -47,6 +47,12 @@ impl Cuda {
         self.driver.launch(f, grid, block, 0, ptrs.as_ptr() as u64)
     }
 
+    /// Launches a `*_contig` kernel over `g`'s elements: a thread per 16-byte vector.
+    fn launch_contig(&self, name: &str, g: &Geometry, params: &mut Params) -> Result<()> {
+        let threads = g.numel.div_ceil(vector_width(&g.operands));
+        self.launch_on(name, grid_for(threads), BLOCK, g.numel, params)
+    }
+
     /// `t` where a kernel can read it: a 0-d CPU tensor (a wrapped number, which may join ops on
     /// any device) is copied to this device; device tensors are returned as they are.
     pub(super) fn resident(&self, t: &Tensor) -> Result<Tensor> {
@@ -82,7 +88,7 @@ impl Cuda {
             }
             p.i64(g.numel as i64);
             tail(&mut p);
-            return self.launch(contig, g.numel, &mut p);
+            return self.launch_contig(contig, &g, &mut p);
         }
         if g.too_many_dims() {
             return Err(Error::Runtime("minigrad: CUDA kernels support at most 25 dimensions".into()));
@@ -189,18 +195,17 @@ impl Backend for Cuda {
             let xo = if mode == BinaryMode::Fresh { bcast(x, &shape) } else { own(dst) };
             let g = Geometry::new(&shape, vec![own(dst), xo]);
             let mut p = Params::new();
-            let kernel = if g.is_contiguous() {
+            if g.is_contiguous() {
                 p.ptr(g.operands[0].first()).ptr(g.operands[1].first()).scalar(value, compute).i64(g.numel as i64);
-                format!("mg_binary_scalar_contig<{o}, {t}, mg::{name}>")
-            } else {
-                for op in &g.operands {
-                    p.ptr(op.base).strides(op.offset, &op.strides);
-                }
-                p.scalar(value, compute).shape(&g.shape).i64(g.numel as i64);
-                format!("mg_binary_scalar<{o}, {t}, mg::{name}>")
-            };
+                p.i32(scalar_first).f64(p0);
+                return self.launch_contig(&format!("mg_binary_scalar_contig<{o}, {t}, mg::{name}>"), &g, &mut p);
+            }
+            for op in &g.operands {
+                p.ptr(op.base).strides(op.offset, &op.strides);
+            }
+            p.scalar(value, compute).shape(&g.shape).i64(g.numel as i64);
             p.i32(scalar_first).f64(p0);
-            return self.launch(&kernel, g.numel, &mut p);
+            return self.launch(&format!("mg_binary_scalar<{o}, {t}, mg::{name}>"), g.numel, &mut p);
         }
         let ops = match mode {
             BinaryMode::Fresh => vec![own(dst), bcast(a, &shape), bcast(b, &shape)],

@@ -10,9 +10,12 @@ use minigrad_core::tensor::Tensor;
 pub const MAX_DIMS: usize = 25;
 /// Threads per block of the elementwise kernels (any value works: they loop grid-stride).
 pub const BLOCK: u32 = 256;
-/// At most this many blocks: enough to fill an H100 (132 SMs x 2048 threads) several times; the
-/// grid-stride loops cover the rest.
-const MAX_GRID: u64 = 4096;
+/// At most this many blocks (CUDA's limit on a grid's x dimension); the grid-stride loops cover
+/// the rest. There is no smaller cap: a thread per element (per 16-byte vector in the contiguous
+/// kernels), as torch launches, moved 2.99 TB/s through relu at 1e8 floats on an H100 where the
+/// same kernel over at most 4096 blocks of 256 looping grid-stride moved 2.85
+/// (scripts/gpu-probe-elementwise.py, docs/gpu.md "Numbers").
+const MAX_GRID: u64 = (1 << 31) - 1;
 
 /// The parameter block of one launch. Each value lives in its own 8-byte-aligned box, so the
 /// pointers handed to the driver stay valid until the block is dropped (after the launch call
@@ -94,9 +97,15 @@ impl Params {
     }
 }
 
-/// Blocks for `n` elements (at least one).
+/// Blocks for `n` threads' work (at least one).
 pub fn grid_for(n: usize) -> u32 {
     (n as u64).div_ceil(u64::from(BLOCK)).clamp(1, MAX_GRID) as u32
+}
+
+/// Elements a `*_contig` kernel moves per thread and step: one 16-byte vector of its widest
+/// operand (cuda_common.cuh `for_each_contig`).
+pub fn vector_width(operands: &[Operand]) -> usize {
+    16 / operands.iter().map(|o| o.elem_size).max().unwrap_or(1).clamp(1, 16)
 }
 
 /// One operand of an elementwise kernel as the strided kernels see it.
