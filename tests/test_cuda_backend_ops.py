@@ -3,6 +3,10 @@ torch.cuda, CuPy and safetensors, against torch; on a GPU when there is one, els
 host-emulated device (tests/cuda_host/backend.py, and test_cuda_backend.py for the elementwise
 half)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -185,6 +189,23 @@ def test_dlpack_and_cuda_array_interface_share_memory_with_torch_and_cupy():
     assert x.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
     back_in = mg.from_dlpack(torch.arange(3.0, device="cuda"))
     assert back_in.is_cuda and back_in.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.skipif(not REAL_GPU, reason="imports torch.cuda memory, which needs a GPU")
+def test_gpu_memory_imported_first_is_usable():
+    """A program whose first GPU tensor comes from torch through DLPack (found by a probe on the
+    H100: the engine's CUDA backend was set up only when minigrad itself first asked for a GPU,
+    so the first op said "no backend for device 'cuda:0'"). A fresh process, as nothing may have
+    touched the GPU before."""
+    program = (
+        "import torch, minigrad as mg\n"
+        "x = mg.from_dlpack(torch.arange(3.0, device='cuda'))\n"
+        "print((x * 2).tolist(), x.device)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0.0, 2.0, 4.0] cuda:0"
 
 
 def test_cuda_tensors_save_to_safetensors_and_load_on_the_host(tmp_path):

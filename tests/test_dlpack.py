@@ -1,6 +1,7 @@
 """DLPack on the CPU: minigrad <-> torch and NumPy without copies, compared with what torch does
 with its own tensors (same values, strides, shared memory, separate version counters, errors)."""
 
+import ctypes
 import gc
 
 import numpy as np
@@ -116,3 +117,62 @@ def test_what_minigrad_cannot_hold_is_refused_clearly():
     # torch aborts the process on a negative stride; minigrad raises
     with pytest.raises(ValueError, match="negative stride"):
         minigrad.from_dlpack(np.arange(5.0)[::-1])
+
+
+class _DLManagedTensor(ctypes.Structure):
+    """DLPack's DLManagedTensor (dlpack.h, v0.8 ABI), to hand-build a capsule for device memory."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+    ]
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _cuda_capsule(deleted):
+    """A capsule claiming 3 float32 on cuda:0 (the address is never read: the tensor is refused or
+    only wrapped); its deleter appends to `deleted`."""
+    shape = (ctypes.c_int64 * 1)(3)
+    deleter = _DELETER(lambda ptr: deleted.append(ptr))
+    m = _DLManagedTensor(data=4096, device_type=2, device_id=0, ndim=1, code=2, bits=32, lanes=1, shape=shape,
+                         strides=None, byte_offset=0, manager_ctx=None,
+                         deleter=ctypes.cast(deleter, ctypes.c_void_p).value)
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    capsule = new(ctypes.addressof(m), b"dltensor", None)
+    return capsule, (m, shape, deleter)  # the second keeps the C memory alive
+
+
+class _CudaProducer:
+    """What CuPy or torch.cuda offer from_dlpack: a device, then a capsule."""
+
+    def __init__(self):
+        self.capsules_given = 0
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        self.capsules_given += 1
+        raise AssertionError("no capsule should be asked for")
+
+
+@pytest.mark.skipif(minigrad.cuda.is_available(), reason="checks the error of a machine without a usable GPU; this one has one")
+def test_gpu_memory_without_a_usable_gpu_is_refused_when_imported():
+    # the error that names what is missing, at from_dlpack (not a "no backend" error at the
+    # first op), before the producer hands its memory over...
+    producer = _CudaProducer()
+    with pytest.raises(RuntimeError, match="minigrad: CUDA is not available: "):
+        minigrad.from_dlpack(producer)
+    assert producer.capsules_given == 0
+    # ...and for a bare capsule, once consumed, with the producer's deleter called once
+    deleted = []
+    capsule, keep = _cuda_capsule(deleted)
+    with pytest.raises(RuntimeError, match="minigrad: CUDA is not available: "):
+        minigrad.from_dlpack(capsule)
+    gc.collect()
+    assert deleted == [ctypes.addressof(keep[0])]

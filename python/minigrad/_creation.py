@@ -11,6 +11,7 @@ import numpy as _np
 
 from . import _C
 from ._formatting import type_name
+from ._cuda_probe import require as _require_cuda
 from ._device import check_device
 from ._size import Size
 
@@ -21,6 +22,7 @@ _NP_DTYPES = {
 }
 _TO_NP = {v: k for k, v in _NP_DTYPES.items()}
 _MAX_DIMS = 64
+_DLPACK_CUDA = 2  # DLPack's kDLCUDA device type
 _WARNED = set()
 
 
@@ -238,12 +240,15 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     capsule. The memory is shared, the version counter is not (as in torch). `device` moves the
     result, `copy=True` always copies, `copy=False` refuses to."""
     if hasattr(ext_tensor, "__dlpack__"):
+        if hasattr(ext_tensor, "__dlpack_device__"):
+            _require_backend(*ext_tensor.__dlpack_device__())  # before the producer hands anything over
         capsule = ext_tensor.__dlpack__()
     else:
         if device is not None or copy is not None:
             raise AssertionError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")
         capsule = ext_tensor
     out = _C.from_dlpack_capsule(capsule)
+    _require_backend(*_C.dlpack_device(out))  # a bare capsule says its device only once consumed
     if device is not None:
         target = check_device(device)
         if target != out.device:
@@ -251,6 +256,14 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
                 raise BufferError("from_dlpack: copy=False, but the tensor is on another device")
             return _C.to_device(out, target.type, target.index)
     return out.clone() if copy else out
+
+
+def _require_backend(device_type, index):
+    """GPU memory from another library is usable only through the engine's CUDA backend, which
+    is set up the first time a GPU is asked for: ask now (an imported tensor is often the first
+    GPU tensor a program has), raising the RuntimeError that names what is missing."""
+    if int(device_type) == _DLPACK_CUDA:
+        _require_cuda(int(index))
 
 
 def from_numpy(ndarray):
