@@ -424,6 +424,9 @@ def _errors(lib, F):
         "huber bool": lambda: F.huber_loss(lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
         "mse uint8": lambda: F.mse_loss(lib.ones(3, dtype=lib.uint8), lib.ones(3, dtype=lib.uint8)),
         "mse mixed ints": lambda: F.mse_loss(lib.ones(3, dtype=lib.int32), lib.ones(3, dtype=lib.int64)),
+        # the legacy flags are truth-tested in torch's order (size_average first), before the dtypes
+        "mse legacy flag tensor": lambda: F.mse_loss(lib.ones(4, dtype=lib.bool), lib.ones(4, dtype=lib.bool), lib.ones(4, dtype=lib.bool), 0),
+        "l1 legacy flag empty": lambda: F.l1_loss(lib.zeros(0, 3), lib.zeros(0, 3), lib.zeros(0, 3), False),
     }
 
 

@@ -104,3 +104,42 @@ def test_legacy_flags_and_broadcast_warning():
         t = TF.smooth_l1_loss(torch.tensor([1.0, 3.0]), torch.zeros(2), size_average=False)
     assert m.item() == t.item()
 
+
+
+def _outcome(lib, name, xdtype, tdtype, grad_of):
+    """What a pointwise loss of mixed dtypes gives: (dtype, value, gradient) or the error."""
+    x = lib.tensor([0.2, 0.7, -1.0, 3.0]).to(getattr(lib, xdtype))
+    t = lib.tensor([0.0, 1.0, 1.0, 0.0]).to(getattr(lib, tdtype))
+    leaf = {"x": x, "t": t}[grad_of]
+    if leaf.dtype.is_floating_point:
+        leaf.requires_grad_()
+    f = getattr(lib.nn.functional, name)
+    try:
+        out = f(x, t, beta=0.5) if name == "smooth_l1_loss" else f(x, t, delta=0.5) if name == "huber_loss" else f(x, t)
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return ("forward", type(e).__name__, str(e))
+    dtype = str(out.dtype).split(".")[-1]
+    if not leaf.requires_grad:
+        return (dtype, out.item())
+    try:
+        out.backward()
+    except Exception as e:  # noqa: BLE001
+        return (dtype, out.item(), "backward", type(e).__name__, str(e))
+    return (dtype, out.item(), str(leaf.grad.dtype).split(".")[-1], leaf.grad.tolist())
+
+
+@pytest.mark.parametrize("grad_of", ["x", "t"])
+@pytest.mark.parametrize("xdtype,tdtype", [("float32", "bool"), ("bool", "float32"), ("float64", "bool"), ("float32", "float64"),
+                                           ("float64", "float32"), ("float32", "int64"), ("int64", "float32")])
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_mixed_dtypes_match_torch(name, xdtype, tdtype, grad_of):
+    """torch's pointwise-loss kernels compute in the common dtype and read a bool as 0/1 (l1_loss,
+    composed of `-`, refuses bools); huber's loss has the input's dtype and its backward kernel
+    refuses any other dtype ("Found dtype Double but expected Float")."""
+    mine, theirs = _outcome(mg, name, xdtype, tdtype, grad_of), _outcome(torch, name, xdtype, tdtype, grad_of)
+    assert len(mine) == len(theirs), (mine, theirs)
+    for m, t in zip(mine, theirs):
+        if isinstance(t, (float, list)):
+            np.testing.assert_allclose(m, t, rtol=1e-6)
+        else:
+            assert m == t, (mine, theirs)

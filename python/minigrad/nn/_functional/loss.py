@@ -19,20 +19,21 @@ __all__ = [
 
 
 def _legacy_reduction(size_average, reduce, reduction):
-    """torch's `_Reduction.legacy_get_string`: the deprecated flags override `reduction`."""
+    """torch's `_Reduction.legacy_get_string`: the deprecated flags override `reduction`. The
+    flags are tested in torch's order (`size_average and reduce`, then `reduce`), so a flag that
+    cannot be a truth value (a tensor of several elements) fails as it does there."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn(
-        "size_average and reduce args will be deprecated, please use reduction='"
-        + ("none" if reduce is False else "mean" if size_average is not False else "sum")
-        + "' instead.",
-        stacklevel=3,
-    )
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    if size_average and reduce:
+        ret = "mean"
+    elif reduce:
+        ret = "sum"
+    else:
+        ret = "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.", stacklevel=3)
+    return ret
 
 
 def _warn_broadcast(input, target):

@@ -40,11 +40,21 @@ pub(super) fn check_floating(x: &Tensor, t: &Tensor, kernel: &str) -> Result<()>
     Err(crate::error::Error::NotImplemented(format!("\"{kernel}_{device}\" not implemented for '{}'", common.scalar_type_name())))
 }
 
+/// `t` as the pointwise-loss kernels read it next to `other`: a bool operand is 0/1 in the
+/// pair's common dtype (torch's kernels promote; its `-` operator refuses bools, which is why
+/// l1_loss, composed of `-`, does refuse them). A bool never requires grad: a plain cast.
+pub(super) fn as_number(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    if t.dtype() != minigrad_base::dtype::DType::Bool || other.dtype() == t.dtype() {
+        return Ok(t.clone());
+    }
+    crate::ops::copy::to_dtype_raw(t, minigrad_base::dtype::promote_types(t.dtype(), other.dtype()))
+}
+
 /// Differentiable `mse_loss` (MseLossBackward0: saves self and target).
 pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
     let (x, t) = broadcast_pair(x, t)?;
     check_floating(&x, &t, "mse")?;
-    let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
+    let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(as_number(&x, &t)?), &Arg::Tensor(as_number(&t, &x)?), None)?;
     let dt = d.dtype();
     let sq: Vec<f64> = f64s(&d)?.iter().map(|v| v * v).collect();
     let out = reduce_values(sq, d.shape(), r, dt, d.device())?;
@@ -69,7 +79,7 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, r: Reduction) -> Result<Tensor> {
 /// derivatives.yaml's formulas.
 fn mse_loss_backward(g: &Tensor, a: &Tensor, b: &Tensor, r: Reduction) -> Result<Tensor> {
     let n = a.numel();
-    let value = || fm::mul(&fm::mul_s(&fm::sub(a, b)?, 2.0)?, &spread(g, r, n)?);
+    let value = || fm::mul(&fm::mul_s(&fm::sub(&as_number(a, b)?, &as_number(b, a)?)?, 2.0)?, &spread(g, r, n)?);
     crate::autograd::backward_op(&[Some(g), Some(a), Some(b)], value, |mut rec, out| {
         rec.value("reduction", r as i64);
         rec.save("grad_output", g)?;

@@ -6,7 +6,7 @@
 //! d clamped to [-delta, delta] (huber), times the incoming gradient (over the count for a
 //! mean); in the target, the same of `target - input`, as torch's formulas swap the two.
 
-use super::mse_l1::broadcast_pair;
+use super::mse_l1::{as_number, broadcast_pair};
 use super::{reduce_values, spread, Reduction};
 use crate::autograd::Recorder;
 use crate::dtype::Scalar;
@@ -39,7 +39,11 @@ impl Robust {
     /// d loss / d(first operand) for the difference `d = a - b`, times `g` spread over the
     /// elements: a clamp, so NaN differences give NaN gradients as torch's kernel does.
     fn gradient(self, a: &Tensor, b: &Tensor, g: &Tensor, r: Reduction) -> Result<Tensor> {
-        let d = fm::sub(a, b)?;
+        // torch's huber_loss_backward kernel takes no other dtype than `a`'s (the gradient's)
+        if matches!(self, Robust::Huber { .. }) && b.dtype() != a.dtype() {
+            return Err(Error::Runtime(format!("Found dtype {} but expected {}", b.dtype().scalar_type_name(), a.dtype().scalar_type_name())));
+        }
+        let d = fm::sub(&as_number(a, b)?, &as_number(b, a)?)?;
         let (slope, bound) = match self {
             Robust::SmoothL1 { beta } => (fm::div_c(&d, beta)?, 1.0),
             Robust::Huber { delta } => (d, delta),
@@ -61,8 +65,20 @@ pub fn robust_loss(kind: Robust, x: &Tensor, t: &Tensor, r: Reduction) -> Result
     crate::autograd::precheck(&[Some(x), Some(t)])?;
     let (x, t) = broadcast_pair(x, t)?;
     super::mse_l1::check_floating(&x, &t, if matches!(kind, Robust::Huber { .. }) { "huber" } else { "smooth_l1" })?;
-    let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(x.clone()), &Arg::Tensor(t.clone()), None)?;
-    let dt = d.dtype();
+    let d = binary::binary_raw(BinaryOp::Sub, &Arg::Tensor(as_number(&x, &t)?), &Arg::Tensor(as_number(&t, &x)?), None)?;
+    // huber's loss has the input's dtype (torch writes it into `empty_like(input)`), which must
+    // hold the common dtype; smooth_l1's has the common dtype
+    let dt = match kind {
+        Robust::Huber { .. } if !x.dtype().is_floating() => {
+            return Err(Error::Runtime(format!(
+                "result type {} can't be cast to the desired output type {}",
+                d.dtype().scalar_type_name(),
+                x.dtype().scalar_type_name()
+            )))
+        }
+        Robust::Huber { .. } => x.dtype(),
+        Robust::SmoothL1 { .. } => d.dtype(),
+    };
     let losses: Vec<f64> = f64s(&d)?.iter().map(|&v| kind.loss(v)).collect();
     let out = reduce_values(losses, d.shape(), r, dt, d.device())?;
     let Some(mut rec) = Recorder::new(&[Some(&x), Some(&t)])? else { return Ok(out) };
