@@ -84,7 +84,7 @@ def unary_formula(op, p0):
         "Gelu": in_double(lambda v: 0.5 * v * (1.0 + libm("erf", v * SQRT1_2))),
         "GeluTanh": in_double(lambda v: 0.5 * v * (1.0 + libm("tanh", math.sqrt(2.0 / PI) * (v + 0.044715 * v * v * v)))),
         "LeakyRelu": in_double(lambda v: torch.where((v > 0) | v.isnan(), v, v * p0)),
-        "Elu": in_double(lambda v: torch.where((v > 0) | v.isnan(), v, p0 * libm("expm1", v))),
+        "Elu": in_double(lambda v: torch.where(v < 0, p0 * libm("expm1", v), v)),
         "GeluCdf": in_double(lambda v: 0.5 * (1.0 + libm("erf", v * SQRT1_2))),
     }
     return formulas.get(op) or unary_torch(op, p0)
@@ -111,6 +111,13 @@ TRANSCENDENTAL = {"Exp", "Log", "Log1p", "Expm1", "Sin", "Cos", "Tanh", "Sigmoid
 PARAMS = {"LeakyRelu": 0.1, "Elu": 0.7}
 
 
+def unary_params(op):
+    """p0, p1, p2 of a unary launch: the op's parameter, and for Elu scale = input_scale = 1 (plain
+    elu; selu's and celu's scales are checked end to end in test_activations_selu_celu.py)."""
+    rest = (1.0, 1.0) if op == "Elu" else (0.0, 0.0)
+    return [ctypes.c_double(v) for v in (PARAMS.get(op, 0.0), *rest)]
+
+
 def check_unary(got, x, op, what):
     p0 = PARAMS.get(op, 0.0)
     assert_same(got, torch_result(unary_formula(op, p0), x), f"{what} (minigrad's formula)")
@@ -131,7 +138,7 @@ def test_unary_strided(host, inst):
             x, out = input_operand(t, rng, dense(shape), shape=shape), output_operand(o, shape, dense(shape))
         n = math.prod(shape)
         host.launch(inst, GRID, BLOCK, out.ptr(), out.mg(), x.ptr(), x.mg(), H.mg_shape(shape),
-                    ctypes.c_longlong(n), ctypes.c_double(PARAMS.get(op, 0.0)), ctypes.c_double(0.0))
+                    ctypes.c_longlong(n), *unary_params(op))
         assert untouched_outside(out, o), f"{inst} wrote outside its output"
         check_unary(out.view(), x.view(), op, f"{inst} {shape}")
 
@@ -140,18 +147,17 @@ def test_unary_strided(host, inst):
 def test_unary_contig(host, inst):
     _, (o, t, op) = parse(inst)
     op, rng = op_name(op), rng_for(inst)
-    p0 = ctypes.c_double(PARAMS.get(op, 0.0))
+    params = unary_params(op)
     for shift in (0, 1):  # 16-byte vectors (aligned), elements (misaligned by one element)
         x = H.operand_from(values(t, (N_CONTIG,), rng), (1,), shift, FILL[t])
         out = output_operand(o, (N_CONTIG,), ((1,), shift))
-        host.launch(inst, GRID, BLOCK, out.ptr_at_offset(), x.ptr_at_offset(), ctypes.c_longlong(N_CONTIG), p0,
-                    ctypes.c_double(0.0))
+        host.launch(inst, GRID, BLOCK, out.ptr_at_offset(), x.ptr_at_offset(), ctypes.c_longlong(N_CONTIG), *params)
         assert untouched_outside(out, o)
         check_unary(out.view(), x.view(), op, f"{inst} shift {shift}")
     if o == t:  # in place: out is in
         x = H.operand_from(values(t, (N_CONTIG,), rng), (1,), 0, FILL[t])
         before = x.view().clone()
-        host.launch(inst, GRID, BLOCK, x.ptr(), x.ptr(), ctypes.c_longlong(N_CONTIG), p0, ctypes.c_double(0.0))
+        host.launch(inst, GRID, BLOCK, x.ptr(), x.ptr(), ctypes.c_longlong(N_CONTIG), *params)
         check_unary(x.view(), before, op, f"{inst} in place")
 
 

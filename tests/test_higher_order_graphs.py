@@ -53,6 +53,10 @@ OPS = {
     "leaky_relu_": lambda lib, x: F(lib).leaky_relu(x * 1, 0.1, inplace=True),
     "elu": lambda lib, x: F(lib).elu(x, 0.7),
     "elu_": lambda lib, x: F(lib).elu(x * 1, 0.7, inplace=True),
+    "selu": lambda lib, x: lib.selu(x),
+    "selu_": lambda lib, x: F(lib).selu(x * 1, inplace=True),
+    "celu": lambda lib, x: lib.celu(x, 0.6),
+    "celu_": lambda lib, x: F(lib).celu(x * 1, 0.6, inplace=True),
     "gelu": lambda lib, x: F(lib).gelu(x),
     "gelu_tanh": lambda lib, x: F(lib).gelu(x, approximate="tanh"),
     "sqrt": lambda lib, x: (x * x + 1).sqrt(),
@@ -133,6 +137,8 @@ SAVED = {
     "leaky_relu": ["_saved_negative_slope", "_saved_self"],
     "elu": ["_saved_alpha", "_saved_grad_output", "_saved_input_scale", "_saved_is_result", "_saved_scale",
             "_saved_self_or_result"],
+    "selu": ["_saved_alpha", "_saved_input_scale", "_saved_is_result", "_saved_scale", "_saved_self_or_result"],
+    "celu": ["_saved_alpha", "_saved_input_scale", "_saved_is_result", "_saved_scale", "_saved_self_or_result"],
     "gelu_tanh": ["_saved_approximate", "_saved_grad_output", "_saved_self"],
     # (not `_saved_dim`: torch shows dim -1 as 2**64 - 1 there, minigrad as -1)
     "softmax": ["_saved_grad_output", "_saved_output"],
@@ -192,6 +198,10 @@ FORWARD_SAVED = {
     "leaky_relu_": ["_saved_negative_slope", "_saved_result"],
     "elu": ["_saved_alpha", "_saved_input_scale", "_saved_scale", "_saved_self"],
     "elu_": ["_saved_alpha", "_saved_input_scale", "_saved_result", "_saved_scale"],
+    "selu": ["_saved_alpha", "_saved_input_scale", "_saved_scale", "_saved_self"],
+    "selu_": ["_saved_alpha", "_saved_input_scale", "_saved_result", "_saved_scale"],
+    "celu": ["_saved_alpha", "_saved_self"],
+    "celu_": ["_saved_alpha", "_saved_result"],
 }
 
 

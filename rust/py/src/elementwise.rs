@@ -389,7 +389,8 @@ pub fn to_dtype_(py: Python<'_>, x: &Bound<'_, TensorBase>, dtype: &Bound<'_, Py
     wrap(py, out)
 }
 
-/// Parameterised float maps: leaky_relu, elu, and friends, with an inplace flag.
+/// Parameterised float maps: leaky_relu, elu, celu (param: slope / alpha) and selu (param
+/// unused: torch's constants), with an inplace flag.
 #[pyfunction]
 #[pyo3(signature = (x, op, param, inplace=false))]
 pub fn param_unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str, param: f64, inplace: bool) -> PyResult<Py<PyAny>> {
@@ -398,7 +399,10 @@ pub fn param_unary(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str, param: f
     let out = run(py, t.numel(), move || -> minigrad_core::Result<Tensor> {
         match name.as_str() {
             "leaky_relu" => unops::param_unary(unops::ParamUnary::LeakyRelu(param), &t, inplace),
-            "elu" => unops::param_unary(unops::ParamUnary::Elu(param), &t, inplace),
+            "elu" => unops::param_unary(unops::ParamUnary::elu(param), &t, inplace),
+            "selu" => unops::param_unary(unops::ParamUnary::selu(), &t, inplace),
+            "celu" if param == 0.0 => Err(Error::Runtime("ZeroDivisionError: alpha cannot be 0 for CELU".into())),
+            "celu" => unops::param_unary(unops::ParamUnary::Celu(param), &t, inplace),
             other => Err(Error::Type(format!("unknown op {}", other))),
         }
     })?;

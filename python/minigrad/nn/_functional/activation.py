@@ -1,7 +1,7 @@
 """`minigrad.nn.functional`: activations, softmax and dropout.
 
-Each is a thin call into an existing core op (`relu` is `Tensor.relu`, `leaky_relu`/`elu` are
-`_C.param_unary`, ...). With `inplace=True` the input itself is overwritten and returned: its
+Each is a thin call into an existing core op (`relu` is `Tensor.relu`, `leaky_relu` and the elu
+family `elu`/`selu`/`celu` are `_C.param_unary`, ...). With `inplace=True` the input itself is overwritten and returned: its
 version counter goes up, and autograd raises torch's error if the old values were needed
 (a leaf that requires grad, the output of `sigmoid`, whose backward reads that output, ...).
 """
@@ -14,7 +14,8 @@ from ..._creation import rand, zeros
 from ..._formatting import type_name
 
 __all__ = [
-    "relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "elu_", "gelu", "silu", "sigmoid", "tanh",
+    "relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu",
+    "sigmoid", "tanh",
     "softmax", "log_softmax", "dropout",
 ]
 
@@ -61,6 +62,31 @@ def elu(input, alpha=1.0, inplace=False):
 
 def elu_(input, alpha=1.0):
     return _C.param_unary(_tensor("elu_", input), "elu", _number("elu_", "alpha", alpha), True)
+
+
+def selu(input, inplace=False):
+    """torch's selu: elu with alpha = 1.6732632423543772 and a scale of 1.0507009873554805 on both
+    branches (EluBackward0/1 with those `_saved_alpha` / `_saved_scale`). `minigrad.selu(input)` is
+    this without `inplace` (python/minigrad/_torch_activations.py)."""
+    _tensor("selu_" if inplace else "selu", input)
+    return _C.param_unary(input, "selu", 0.0, bool(inplace))
+
+
+def selu_(input):
+    return _C.param_unary(_tensor("selu_", input), "selu", 0.0, True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """torch's celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)), elu with an input scale of
+    1/alpha (CeluBackward0/1; alpha = 0 is torch's "alpha cannot be 0" error). `minigrad.celu(input,
+    alpha)` is this without `inplace`."""
+    fn = "celu_" if inplace else "celu"
+    _tensor(fn, input)
+    return _C.param_unary(input, "celu", _number(fn, "alpha", alpha), bool(inplace))
+
+
+def celu_(input, alpha=1.0):
+    return _C.param_unary(_tensor("celu_", input), "celu", _number("celu_", "alpha", alpha), True)
 
 
 def gelu(input, *, approximate="none"):

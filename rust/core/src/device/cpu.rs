@@ -1,7 +1,7 @@
 //! The CPU backend: each method calls the CPU kernel that lives beside its op (`ops::unary`,
 //! `ops::binary`, `ops::copy`) or in the kernels crate. Memory comes from the caching allocator.
 
-use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
+use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, FloatMap, MaxGeometry, RandomDist, ScatterOp, Walk};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp;
@@ -55,6 +55,11 @@ impl Backend for Cpu {
 
     fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()> {
         crate::ops::binary::clamp_cpu_kernel(dst, src, lo, hi, in_place);
+        Ok(())
+    }
+
+    fn float_map(&self, map: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        crate::ops::unary::float_map_cpu_kernel(map, dst, src, in_place);
         Ok(())
     }
 

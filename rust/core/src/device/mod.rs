@@ -26,6 +26,7 @@ pub use crate::kernels::conv::Geometry as ConvGeometry;
 pub use crate::kernels::pool::{AvgWindows, MaxGeometry};
 use crate::ops::reduce::Reduction;
 use crate::ops::unary::UnaryOp;
+pub use crate::ops::unary::FloatMap;
 pub use crate::ops::scan::ScanOp;
 pub use crate::ops::sort::SortOp;
 use crate::storage::Storage;
@@ -86,6 +87,13 @@ pub trait Backend: Send + Sync {
     /// wins, raise to `lo` then lower to `hi`). Bounds are numbers or tensors broadcast to `dst`;
     /// `in_place`: `dst` is `src`.
     fn clamp(&self, dst: &Tensor, src: &Tensor, lo: Bound<'_>, hi: Bound<'_>, in_place: bool) -> Result<()>;
+
+    /// `dst = map(src)` for a float map computed in f64 and rounded once to `dst`'s float dtype
+    /// (leaky_relu, the elu family, gelu's cdf: `FloatMap`); `in_place`: `dst` is `src`.
+    fn float_map(&self, map: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        let _ = (dst, src, in_place);
+        Err(not_implemented(self.device(), map.name()))
+    }
 
     /// `dst = g * op'(s)` in one pass (`s` the op's saved input or result, same shape and float
     /// dtype as `g`), an optimisation of the composite backward formula. Returns false when the

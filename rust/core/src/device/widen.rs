@@ -11,7 +11,7 @@
 //! an in-place op on an int8 tensor still bumps its version once. Outputs that are already wide
 //! (`x.sum(dtype=float32)`, comparison masks, argmax indices) are written directly.
 
-use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, MaxGeometry, RandomDist, ScatterOp, Walk};
+use super::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, FloatMap, MaxGeometry, RandomDist, ScatterOp, Walk};
 use crate::dtype::{DType, Scalar};
 use crate::error::Result;
 use crate::kernels::unary::MathOp;
@@ -137,6 +137,15 @@ impl Backend for Widen {
         let hi2 = match (&wh, nh, hi) { (Some(t), _, _) => Bound::Tensor(t), (None, Some(s), _) => Bound::Number(s), (None, None, b) => b };
         let (s, o) = (wide(src)?, out(dst)?);
         self.0.clamp(&o, &s, lo2, hi2, false)?;
+        store(dst, &o)
+    }
+
+    fn float_map(&self, map: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        if !any_narrow(&[dst, src]) {
+            return self.0.float_map(map, dst, src, in_place);
+        }
+        let (s, o) = (wide(src)?, out(dst)?);
+        self.0.float_map(map, &o, &s, false)?;
         store(dst, &o)
     }
 

@@ -6,12 +6,13 @@
 //
 // Kernels (instances in cuda_kernels.rs):
 //   mg_unary<O, T, Op>(O* out, MgStrides os, const T* in, MgStrides is, MgShape shape,
-//                      long long n, double p0, double p1)
-//   mg_unary_contig<O, T, Op>(O* out, const T* in, long long n, double p0, double p1)
+//                      long long n, double p0, double p1, double p2)
+//   mg_unary_contig<O, T, Op>(O* out, const T* in, long long n, double p0, double p1, double p2)
 //   mg_unary_backward<T, Op>(T* gi, MgStrides gis, const T* g, MgStrides gs, const T* s,
 //                            MgStrides ss, MgShape shape, long long n, double p0)
 //   mg_unary_backward_contig<T, Op>(T* gi, const T* g, const T* s, long long n, double p0)
-// `out` may be `in` (in place); p0/p1 are the op's parameters (slope, alpha), unused otherwise.
+// `out` may be `in` (in place); p0..p2 are the op's parameters (a slope; elu's alpha, scale and
+// input_scale), unused otherwise.
 #include "cuda_common.cuh"
 
 namespace mg {
@@ -19,7 +20,7 @@ namespace mg {
 #define MG_UNARY(NAME, ...)                                                           \
   struct NAME {                                                                        \
     template <class O, class T>                                                        \
-    static __device__ __forceinline__ O apply(T x, double p0, double p1) { __VA_ARGS__ }      \
+    static __device__ __forceinline__ O apply(T x, double p0, double p1, double p2) { __VA_ARGS__ } \
   };
 
 // Integer ops wrap (torch: neg/abs of the minimum give the minimum).
@@ -57,7 +58,9 @@ MG_UNARY(BitwiseNot, if constexpr (same<T, bool>::value) { return !x; } else { r
 
 // map_float_raw's maps: evaluated in double, rounded once to T.
 MG_UNARY(LeakyRelu, const double v = (double)x; return (T)((v > 0.0 || v != v) ? v : v * p0);)  // p0 = negative_slope
-MG_UNARY(Elu, const double v = (double)x; return (T)((v > 0.0 || v != v) ? v : p0 * expm1(v));)  // p0 = alpha
+// torch's elu op (elu, selu, celu): p0 = alpha, p1 = scale, p2 = input_scale (1 and 1 for elu)
+// NaN and ±0 take the linear branch (with a negative alpha, elu(+0) is +0 as in torch)
+MG_UNARY(Elu, const double v = (double)x; return (T)(v < 0.0 ? (p0 * p1) * expm1(v * p2) : v * p1);)
 MG_UNARY(GeluCdf, const double v = (double)x; return (T)(0.5 * (1.0 + erf(v * 0.7071067811865476)));)
 #undef MG_UNARY
 
@@ -78,12 +81,12 @@ MG_BACKWARD(RsqrtBackward, return g * (m_pow(s, (T)3) * (T)-0.5);)
 MG_BACKWARD(ReciprocalBackward, return g * -(s * s);)
 MG_BACKWARD(Expm1Backward, return g * (s + (T)1);)
 MG_BACKWARD(Log1pBackward, return g / (s + (T)1);)
-MG_BACKWARD(AbsBackward, return g * Sign::apply<T, T>(s, 0.0, 0.0);)
+MG_BACKWARD(AbsBackward, return g * Sign::apply<T, T>(s, 0.0, 0.0, 0.0);)
 MG_BACKWARD(SinBackward, return g * m_cos(s);)
 MG_BACKWARD(CosBackward, return g * -m_sin(s);)
 MG_BACKWARD(SiluBackward, const T sig = (T)1 / ((T)1 + m_exp(-s)); return g * (sig * (s * ((T)1 - sig) + (T)1));)
 MG_BACKWARD(GeluBackward,
-            const T cdf = GeluCdf::apply<T, T>(s, 0.0, 0.0);
+            const T cdf = GeluCdf::apply<T, T>(s, 0.0, 0.0, 0.0);
             const T pdf = m_exp((s * s) * (T)-0.5) * (T)(1.0 / sqrt(2.0 * 3.141592653589793));
             return g * (cdf + s * pdf);)
 MG_BACKWARD(GeluTanhBackward,
@@ -104,15 +107,15 @@ MG_BACKWARD(EluResultBackward, return s <= (T)0 ? g * (s + (T)p0) : g;)     // p
 
 template <class O, class T, class Op>
 __global__ void mg_unary(O* out, MgStrides os, const T* in, MgStrides is, MgShape shape, long long n,
-                         double p0, double p1) {
+                         double p0, double p1, double p2) {
   const MgStrides* const s[2] = {&os, &is};
   mg::for_each_strided<2>(n, shape, s, [&](const long long (&off)[2]) {
-    out[off[0]] = Op::template apply<O, T>(in[off[1]], p0, p1);
+    out[off[0]] = Op::template apply<O, T>(in[off[1]], p0, p1, p2);
   });
 }
 
 template <class O, class T, class Op>
-__global__ void mg_unary_contig(O* out, const T* in, long long n, double p0, double p1) {
+__global__ void mg_unary_contig(O* out, const T* in, long long n, double p0, double p1, double p2) {
   constexpr int N = 16 / mg::max_size<O, T>::value;
   typedef mg::Vec<T, N> VT;
   typedef mg::Vec<O, N> VO;
@@ -123,10 +126,10 @@ __global__ void mg_unary_contig(O* out, const T* in, long long n, double p0, dou
         const VT a = reinterpret_cast<const VT*>(in)[v];
         VO r;
 #pragma unroll
-        for (int k = 0; k < N; ++k) r.v[k] = Op::template apply<O, T>(a.v[k], p0, p1);
+        for (int k = 0; k < N; ++k) r.v[k] = Op::template apply<O, T>(a.v[k], p0, p1, p2);
         reinterpret_cast<VO*>(out)[v] = r;
       },
-      [&](long long i) { out[i] = Op::template apply<O, T>(in[i], p0, p1); });
+      [&](long long i) { out[i] = Op::template apply<O, T>(in[i], p0, p1, p2); });
 }
 
 template <class T, class Op>

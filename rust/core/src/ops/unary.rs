@@ -291,32 +291,83 @@ pub fn unary_inplace_raw(op: UnaryOp, x: &Tensor) -> Result<()> {
     })
 }
 
-/// Generic helper for float-parameterised unary ops (leaky_relu, elu, pow with scalar...).
-pub fn map_float_raw(x: &Tensor, in_place: bool, f64_fn: impl Fn(f64) -> f64 + Sync + Send + Copy, name: &str) -> Result<Tensor> {
+/// A float map computed in f64 and rounded once to the tensor's float dtype: the
+/// float-parameterised activations and gelu's cdf. The CPU evaluates `eval`; a device runs its
+/// kernel of the same name (unary.cu's `LeakyRelu`, `Elu`, `GeluCdf` functors) with `params`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FloatMap {
+    /// `x > 0 || x is NaN ? x : slope · x`
+    LeakyRelu { slope: f64 },
+    /// torch's elu: `x < 0 ? alpha · scale · expm1(input_scale · x) : scale · x` (NaN and ±0 take
+    /// the linear branch: with a negative alpha, elu(+0) is +0 as in torch)
+    /// (elu: scale = input_scale = 1; selu: torch's constants; celu: input_scale = 1 / alpha)
+    Elu { alpha: f64, scale: f64, input_scale: f64 },
+    /// `(1 + erf(x / √2)) / 2`
+    GeluCdf,
+}
+
+impl FloatMap {
+    #[inline]
+    pub fn eval(self, v: f64) -> f64 {
+        match self {
+            FloatMap::LeakyRelu { slope } => if v > 0.0 || v.is_nan() { v } else { v * slope },
+            FloatMap::Elu { alpha, scale, input_scale } => {
+                if v < 0.0 { (alpha * scale) * (v * input_scale).exp_m1() } else { v * scale }
+            }
+            FloatMap::GeluCdf => 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)),
+        }
+    }
+
+    /// The kernel's name (unary.cu) and torch's op name in errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatMap::LeakyRelu { .. } => "leaky_relu",
+            FloatMap::Elu { .. } => "elu",
+            FloatMap::GeluCdf => "gelu",
+        }
+    }
+
+    /// The parameters a device kernel takes (p0, p1, p2).
+    pub fn params(self) -> [f64; 3] {
+        match self {
+            FloatMap::LeakyRelu { slope } => [slope, 0.0, 0.0],
+            FloatMap::Elu { alpha, scale, input_scale } => [alpha, scale, input_scale],
+            FloatMap::GeluCdf => [0.0; 3],
+        }
+    }
+}
+
+/// `map` over a float tensor, out of place or in place, on the tensor's device.
+pub fn map_float_raw(x: &Tensor, in_place: bool, map: FloatMap) -> Result<Tensor> {
     if in_place {
         check_no_internal_overlap(x)?;
     }
-    let dtype = if x.dtype().is_floating() { x.dtype() } else {
-        return Err(Error::NotImplemented(format!("\"{}_cpu\" not implemented for '{}'", name, x.dtype().scalar_type_name())));
-    };
-    let body = |dst: &Tensor, src: &Tensor, inplace: bool| {
-        crate::dispatch_float!(dtype, T => {
-            let f = move |v: T| T::from_f64(f64_fn(v.to_f64()));
-            // SAFETY: see `run`.
-            unsafe {
-                if inplace { map_inplace::<T>(dst.shape(), Arg::of(dst), f) }
-                else { map::<T, T>(dst.shape(), Arg::of(dst), Arg::of(src), f) }
-            }
-        }, _ => unreachable!())
-    };
+    if !x.dtype().is_floating() {
+        let device = if x.device().is_cpu() { "cpu" } else { "cuda" };
+        return Err(Error::NotImplemented(format!("\"{}_{device}\" not implemented for '{}'", map.name(), x.dtype().scalar_type_name())));
+    }
     if in_place {
-        write(x, &[x], |_| { body(x, x, true); Ok(()) })?;
+        write(x, &[x], |_| backend_for(&[x])?.float_map(map, x, x, true))?;
         Ok(x.clone())
     } else {
-        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), dtype, x.device())?;
-        body(&out, x, false);
+        let out = empty_with_layout(&iterator_layout(x.shape(), &[&x.layout]), x.dtype(), x.device())?;
+        backend_for(&[&out, x])?.float_map(map, &out, x, false)?;
         Ok(out)
     }
+}
+
+/// The CPU's `float_map`: each element through `map.eval` in f64.
+pub(crate) fn float_map_cpu_kernel(fm: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) {
+    crate::dispatch_float!(dst.dtype(), T => {
+        let f = move |v: T| T::from_f64(fm.eval(v.to_f64()));
+        // SAFETY: both layouts lie inside their storages (tensors' invariant) and the dtype is
+        // T's; in place dst is src, checked free of internal overlap by `map_float_raw`; out of
+        // place dst is a fresh tensor, so it overlaps nothing.
+        unsafe {
+            if in_place { map_inplace::<T>(dst.shape(), Arg::of(dst), f) }
+            else { map::<T, T>(dst.shape(), Arg::of(dst), Arg::of(src), f) }
+        }
+    }, _ => unreachable!("checked floating"))
 }
 
 #[allow(dead_code)]
@@ -441,7 +492,7 @@ pub(crate) fn fused_backward_cpu_kernel(op: MathOp, out: &Tensor, g: &Tensor, s:
 
 /// 0.5 * (1 + erf(x / sqrt 2)), elementwise (a constant factor of the gelu derivative).
 fn gelu_cdf(x: &Tensor) -> Result<Tensor> {
-    map_float_raw(x, false, |v| 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), "gelu")
+    map_float_raw(x, false, FloatMap::GeluCdf)
 }
 
 /// `unary(op, x)` when autograd records nothing and the small-call fast path
@@ -489,55 +540,98 @@ pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
     rec.finish_inplace(op.def().node, x, Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])))
 }
 
-/// `leaky_relu(x, negative_slope)` / `elu(x, alpha)`: float-parameterised activations.
+/// `leaky_relu(x, negative_slope)`, `elu(x, alpha)` / `selu(x)` (torch's elu op with a scale:
+/// EluBackward), `celu(x, alpha)` (elu with input_scale 1/alpha, its own node CeluBackward):
+/// float-parameterised activations.
 #[derive(Debug, Clone, Copy)]
 pub enum ParamUnary {
     LeakyRelu(f64),
-    Elu(f64),
+    Elu { alpha: f64, scale: f64, input_scale: f64 },
+    Celu(f64),
 }
 
+/// selu's constants (torch's `SELU_ALPHA`, `SELU_SCALE`).
+pub const SELU_ALPHA: f64 = 1.6732632423543772848170429916717;
+pub const SELU_SCALE: f64 = 1.0507009873554804934193349852946;
+
 impl ParamUnary {
-    fn f(self) -> impl Fn(f64) -> f64 + Sync + Send + Copy {
-        move |v: f64| match self {
-            _ if v > 0.0 || v.is_nan() => v,
-            ParamUnary::LeakyRelu(slope) => v * slope,
-            ParamUnary::Elu(alpha) => alpha * v.exp_m1(),
-        }
+    /// `elu(x, alpha)`.
+    pub fn elu(alpha: f64) -> ParamUnary {
+        ParamUnary::Elu { alpha, scale: 1.0, input_scale: 1.0 }
     }
-    fn name(self) -> &'static str {
+
+    /// `selu(x)`: elu with torch's constants.
+    pub fn selu() -> ParamUnary {
+        ParamUnary::Elu { alpha: SELU_ALPHA, scale: SELU_SCALE, input_scale: 1.0 }
+    }
+
+    /// (alpha, scale, input_scale) of torch's elu op, which computes every elu-family member.
+    fn elu_params(self) -> Option<(f64, f64, f64)> {
         match self {
-            ParamUnary::LeakyRelu(_) => "leaky_relu",
-            ParamUnary::Elu(_) => "elu",
+            ParamUnary::LeakyRelu(_) => None,
+            ParamUnary::Elu { alpha, scale, input_scale } => Some((alpha, scale, input_scale)),
+            ParamUnary::Celu(alpha) => Some((alpha, 1.0, 1.0 / alpha)),
         }
     }
+
+    fn map(self) -> FloatMap {
+        match (self, self.elu_params()) {
+            (ParamUnary::LeakyRelu(slope), _) => FloatMap::LeakyRelu { slope },
+            (_, Some((alpha, scale, input_scale))) => FloatMap::Elu { alpha, scale, input_scale },
+            (_, None) => unreachable!("only leaky_relu has no elu parameters"),
+        }
+    }
+
     /// Out of place the formula reads the input (`...Backward0`); in place it reads the result
-    /// (`...Backward1`), as torch's leaky_relu_/elu_.
+    /// (`...Backward1`), as torch's leaky_relu_/elu_/celu_.
     fn node(self, in_place: bool) -> &'static str {
         match (self, in_place) {
             (ParamUnary::LeakyRelu(_), false) => "LeakyReluBackward0",
             (ParamUnary::LeakyRelu(_), true) => "LeakyReluBackward1",
-            (ParamUnary::Elu(_), false) => "EluBackward0",
-            (ParamUnary::Elu(_), true) => "EluBackward1",
+            (ParamUnary::Elu { .. }, false) => "EluBackward0",
+            (ParamUnary::Elu { .. }, true) => "EluBackward1",
+            (ParamUnary::Celu(_), false) => "CeluBackward0",
+            (ParamUnary::Celu(_), true) => "CeluBackward1",
         }
     }
+
     /// The parameters torch's node keeps beside the saved tensor (`grad_fn._saved_alpha`, ...).
     fn save_values(self, rec: &mut crate::autograd::Recorder) {
         let number = |v: f64| crate::ops::reduce::py_number(crate::dtype::Scalar::Float(v));
         match self {
             ParamUnary::LeakyRelu(slope) => rec.value("negative_slope", number(slope)),
-            ParamUnary::Elu(alpha) => {
+            ParamUnary::Elu { alpha, scale, input_scale } => {
                 rec.value("alpha", number(alpha));
-                rec.value("input_scale", 1);
-                rec.value("scale", 1);
+                rec.value("input_scale", elu_scalar(input_scale));
+                rec.value("scale", elu_scalar(scale));
             }
+            ParamUnary::Celu(alpha) => rec.value("alpha", number(alpha)),
         }
     }
 
-    /// d(op)/dx applied to `g`: torch's `leaky_relu_backward` / `elu_backward` op (`backward_ops`).
+    /// d(op)/dx applied to `g`: torch's `leaky_relu_backward` / `elu_backward` op (`backward_ops`;
+    /// celu's derivative is elu_backward with its parameters).
     fn backward(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
-        let op = match self {
-            ParamUnary::LeakyRelu(slope) => backward_ops::BackwardOp::LeakyRelu(slope, of_result),
-            ParamUnary::Elu(alpha) => backward_ops::BackwardOp::Elu(alpha, of_result),
+        // With a negative slope / alpha the result's sign no longer tells which branch the input
+        // took, so torch's backward of the in-place forms refuses (not a wrong gradient)
+        match (self, of_result) {
+            (ParamUnary::LeakyRelu(slope), true) if slope < 0.0 => return Err(Error::Runtime(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope".into(),
+            )),
+            (_, true) if self.elu_params().is_some_and(|(alpha, _, _)| alpha < 0.0) => return Err(Error::Runtime(
+                "In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead.".into(),
+            )),
+            _ => {}
+        }
+        let op = match (self, self.elu_params()) {
+            (ParamUnary::LeakyRelu(slope), _) => backward_ops::BackwardOp::LeakyRelu(slope, of_result),
+            // derivatives.yaml's celu entry passes `1.0 / alpha.toFloat()`: alpha rounded to
+            // float32 first (the forward divides in double)
+            (ParamUnary::Celu(alpha), _) => {
+                backward_ops::BackwardOp::Elu { alpha, scale: 1.0, input_scale: 1.0 / f64::from(alpha as f32), is_result: of_result }
+            }
+            (_, Some((alpha, scale, input_scale))) => backward_ops::BackwardOp::Elu { alpha, scale, input_scale, is_result: of_result },
+            (_, None) => unreachable!("only leaky_relu has no elu parameters"),
         };
         backward_ops::apply(op, g, s)
     }
@@ -545,17 +639,35 @@ impl ParamUnary {
     pub(crate) fn formula(self, g: &Tensor, s: &Tensor, of_result: bool) -> Result<Tensor> {
         use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::{Gt, Le};
-        let neg_part = match self {
-            ParamUnary::LeakyRelu(slope) => mul_s(g, slope)?,
-            ParamUnary::Elu(alpha) if of_result => mul(g, &add_s(s, alpha)?)?,
-            ParamUnary::Elu(alpha) => mul(g, &mul_s(&un(UnaryOp::Exp, s)?, alpha)?)?,
+        let Some((alpha, scale, input_scale)) = self.elu_params() else {
+            let ParamUnary::LeakyRelu(slope) = self else { unreachable!() };
+            // torch: leaky_relu passes where `x > 0`, so at NaN it scales the gradient
+            return where_t(&cmp_s(Gt, s, 0.0)?, g, &mul_s(g, slope)?);
         };
-        // torch: leaky_relu passes where `x > 0`, elu takes its negative branch where `x <= 0`,
-        // so at NaN leaky_relu scales the gradient and elu passes it.
-        match self {
-            ParamUnary::LeakyRelu(_) => where_t(&cmp_s(Gt, s, 0.0)?, g, &neg_part),
-            ParamUnary::Elu(_) => where_t(&cmp_s(Le, s, 0.0)?, &neg_part, g),
-        }
+        // torch's elu_backward: `x <= 0 ? g · input_scale · (result + alpha · scale)` (of the
+        // result) or `g · input_scale · alpha · scale · exp(x · input_scale)` (of the input)
+        // `: g · scale`; the factors that are 1 (plain elu) are left out, so elu's values are
+        // the same bits as before selu and celu joined
+        let negcoef = alpha * scale;
+        let scaled = |t: Tensor, c: f64| if c == 1.0 { Ok(t) } else { mul_s(&t, c) };
+        let neg_part = if of_result {
+            scaled(mul(g, &add_s(s, negcoef)?)?, input_scale)?
+        } else {
+            let e = un(UnaryOp::Exp, &scaled(s.clone(), input_scale)?)?;
+            mul(g, &mul_s(&e, negcoef * input_scale)?)?
+        };
+        // elu takes its negative branch where `x <= 0`, so at NaN it passes the gradient
+        where_t(&cmp_s(Le, s, 0.0)?, &neg_part, &scaled(g.clone(), scale)?)
+    }
+}
+
+/// How torch's node shows elu's `scale` / `input_scale`: the integer 1 where the caller passed
+/// the default, the float otherwise (selu's scale, celu's 1/alpha in the double backward).
+pub(crate) fn elu_scalar(v: f64) -> String {
+    if v == 1.0 {
+        "1".into()
+    } else {
+        crate::ops::reduce::py_number(crate::dtype::Scalar::Float(v)).to_string()
     }
 }
 
@@ -565,7 +677,7 @@ pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor>
         crate::autograd::precheck(&[Some(x)])?;
     }
     if !in_place {
-        let out = map_float_raw(x, false, op.f(), op.name())?;
+        let out = map_float_raw(x, false, op.map())?;
         if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(x)])? {
             rec.save("self", x)?;
             op.save_values(&mut rec);
@@ -574,7 +686,7 @@ pub fn param_unary(op: ParamUnary, x: &Tensor, in_place: bool) -> Result<Tensor>
         return Ok(out);
     }
     let rec = crate::autograd::Recorder::inplace(x, &[])?;
-    map_float_raw(x, true, op.f(), op.name())?;
+    map_float_raw(x, true, op.map())?;
     if let Some(mut rec) = rec {
         rec.save_output("result", x, 0);
         op.save_values(&mut rec);

@@ -7,7 +7,7 @@ use super::driver::{CopyKind, Driver};
 use super::kernels::{exists, ty, FunctionCache};
 use super::launch::{grid_for, vector_width, Geometry, Operand, Params, BLOCK};
 use super::memory::{counters, Counters, DeviceBlock};
-use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, IndexTable, MaxGeometry, RandomDist, ScatterOp, Walk};
+use minigrad_core::device::{AvgWindows, Backend, BinaryMode, Bound, ConvGeometry, Device, FloatMap, IndexTable, MaxGeometry, RandomDist, ScatterOp, Walk};
 use minigrad_core::dtype::{DType, Scalar};
 use minigrad_core::error::{Error, Result};
 use minigrad_core::ops::binary::BinaryOp;
@@ -171,7 +171,25 @@ impl Backend for Cuda {
         }
         let ops = if in_place { vec![own(dst), own(dst)] } else { vec![own(dst), own(src)] };
         self.elementwise(&strided, &format!("mg_unary_contig<{o}, {t}, mg::{name}>"), dst.shape(), ops, |p| {
-            p.f64(0.0).f64(0.0);
+            p.f64(0.0).f64(0.0).f64(0.0);
+        })
+    }
+
+    fn float_map(&self, map: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
+        let t = ty(dst.dtype());
+        let name = match map {
+            FloatMap::LeakyRelu { .. } => "LeakyRelu",
+            FloatMap::Elu { .. } => "Elu",
+            FloatMap::GeluCdf => "GeluCdf",
+        };
+        let strided = format!("mg_unary<{t}, {t}, mg::{name}>");
+        if !exists(&strided) {
+            return Err(unsupported(map.name(), dst.dtype(), self.device()));
+        }
+        let ops = if in_place { vec![own(dst), own(dst)] } else { vec![own(dst), own(src)] };
+        let [p0, p1, p2] = map.params();
+        self.elementwise(&strided, &format!("mg_unary_contig<{t}, {t}, mg::{name}>"), dst.shape(), ops, |p| {
+            p.f64(p0).f64(p1).f64(p2);
         })
     }
 

@@ -14,7 +14,7 @@
 //! formula where the fused kernel does not apply), computed unrecorded; the node is recorded
 //! around it.
 
-use super::{ParamUnary, UnaryOp};
+use super::{elu_scalar, ParamUnary, UnaryOp};
 use crate::autograd::Recorder;
 use crate::error::Result;
 use crate::ops::formulas::*;
@@ -31,8 +31,9 @@ pub(crate) enum BackwardOp {
     Threshold,
     /// `leaky_relu_backward(grad_output, self, negative_slope, self_is_result)`
     LeakyRelu(f64, bool),
-    /// `elu_backward(grad_output, alpha, scale = 1, input_scale = 1, is_result, self_or_result)`
-    Elu(f64, bool),
+    /// `elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result)` (elu,
+    /// selu and celu)
+    Elu { alpha: f64, scale: f64, input_scale: f64, is_result: bool },
     /// `gelu_backward(grad_output, self, approximate)`; true: approximate = "tanh"
     Gelu(bool),
 }
@@ -56,7 +57,7 @@ impl BackwardOp {
             BackwardOp::Sigmoid => "SigmoidBackwardBackward0",
             BackwardOp::Threshold => "ThresholdBackwardBackward0",
             BackwardOp::LeakyRelu(..) => "LeakyReluBackwardBackward0",
-            BackwardOp::Elu(..) => "EluBackwardBackward0",
+            BackwardOp::Elu { .. } => "EluBackwardBackward0",
             BackwardOp::Gelu(_) => "GeluBackwardBackward0",
         }
     }
@@ -70,7 +71,7 @@ impl BackwardOp {
             BackwardOp::Gelu(false) => UnaryOp::Gelu.plain_backward(g, s),
             BackwardOp::Gelu(true) => UnaryOp::GeluTanh.plain_backward(g, s),
             BackwardOp::LeakyRelu(slope, of_result) => ParamUnary::LeakyRelu(slope).formula(g, s, of_result),
-            BackwardOp::Elu(alpha, is_result) => ParamUnary::Elu(alpha).formula(g, s, is_result),
+            BackwardOp::Elu { alpha, scale, input_scale, is_result } => ParamUnary::Elu { alpha, scale, input_scale }.formula(g, s, is_result),
         }
     }
 }
@@ -99,13 +100,13 @@ fn record(op: BackwardOp, mut rec: Recorder, out: &Tensor, g: &Tensor, s: &Tenso
             rec.save("self", s)?;
             rec.value("negative_slope", crate::ops::reduce::py_number(crate::dtype::Scalar::Float(slope)));
         }
-        BackwardOp::Elu(alpha, is_result) => {
+        BackwardOp::Elu { alpha, scale, input_scale, is_result } => {
             rec.save("grad_output", g)?;
             rec.save("self_or_result", s)?;
             rec.value("alpha", crate::ops::reduce::py_number(crate::dtype::Scalar::Float(alpha)));
-            rec.value("input_scale", 1);
+            rec.value("input_scale", elu_scalar(input_scale));
             rec.value("is_result", if is_result { "True" } else { "False" });
-            rec.value("scale", 1);
+            rec.value("scale", elu_scalar(scale));
         }
         BackwardOp::Gelu(tanh) => {
             rec.save("grad_output", g)?;
@@ -143,10 +144,10 @@ fn second_derivative(op: BackwardOp, gg: &Tensor, g: Option<&Tensor>, s: &Tensor
         BackwardOp::Threshold | BackwardOp::LeakyRelu(..) => zeros_like(gg),
         // elu_double_backward: `grad * grad_output * input_scale` (a C++ Scalar, MulBackward1),
         // through elu_backward again when `s` is the input, masked to where `s < 0`
-        BackwardOp::Elu(alpha, is_result) => {
+        BackwardOp::Elu { alpha, scale, input_scale, is_result } => {
             let negative = cast(&cmp_s(crate::ops::binary::BinaryOp::Lt, s, 0.0)?, gg.dtype())?;
-            let scaled = mul_c(&mul(gg, g())?, 1.0)?;
-            let d = if is_result { scaled } else { apply(BackwardOp::Elu(alpha, false), &scaled, s)? };
+            let scaled = mul_c(&mul(gg, g())?, input_scale)?;
+            let d = if is_result { scaled } else { apply(BackwardOp::Elu { alpha, scale, input_scale, is_result: false }, &scaled, s)? };
             mul(&d, &negative)
         }
         BackwardOp::Gelu(tanh) => mul(&mul(gg, g())?, &gelu_second_derivative(s, tanh)?),
