@@ -2,8 +2,9 @@
 grad_fn and every node reachable from it, the saved values torch shows, requires_grad, and the
 second and third derivatives' values (float64, against torch).
 
-torch's first-order formula for tanh, sigmoid, relu, leaky_relu, elu, gelu, softmax and log_softmax is
-one backward op of its own (tanh_backward, _softmax_backward_data, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
+torch's first-order formula for tanh, sigmoid, relu, leaky_relu, elu, gelu, softmax and log_softmax (and
+for the views slice, select, diagonal) is one backward op of its own (tanh_backward,
+_softmax_backward_data, slice_backward, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
 `threshold_backward` is differentiable in the saved result, so its gradient requires grad and a
 second `grad` returns zeros instead of raising. Where torch's C++ formulas multiply by a Scalar
 (`2 * result`, `exponent * self.pow(exponent - 1)`) the node is MulBackward1, and a leaf's node
@@ -76,6 +77,14 @@ OPS = {
     "log_softmax_dim0": lambda lib, x: (x * 2).log_softmax(0),
     "add_sub_alpha": lambda lib, x: lib.add(x * x, x.exp(), alpha=2.5) - lib.sub(x, x * x, alpha=1.5),
     "add_sub": lambda lib, x: (x * x + x.exp()) * (x - x * x),
+    # views whose backward is torch's own op (slice_backward, ...): SliceBackwardBackward0
+    # (each output x-shaped, as the seed gradient is)
+    "slice": lambda lib, x: x * x[:, 1:2].exp(),
+    "slice_step": lambda lib, x: x * x[:, ::2].tanh().sum(1, keepdim=True),
+    "narrow": lambda lib, x: x * x.narrow(1, 0, 1).sigmoid(),
+    "select": lambda lib, x: x * x[1].exp(),
+    "select_column": lambda lib, x: x * x[:, 2].unsqueeze(1).exp(),
+    "diagonal": lambda lib, x: x * x.diagonal(1).tanh().sum(),
 }
 
 

@@ -261,6 +261,43 @@ pub fn mark_creation(t: &Tensor, creation: CreationMeta) {
     }
 }
 
+/// A one-output view whose backward is one of torch's ops (`slice_backward`, `select_backward`,
+/// `diagonal_backward`): the gradient goes into zeros shaped like the input through the same
+/// view, as `record_view` does, and when a graph of the backward is built that value is one node,
+/// `backward_name` (SliceBackwardBackward0, ...), whose derivative is the same view of the
+/// incoming gradient, recorded as the forward view was (so third derivatives flow too).
+pub fn record_view_with_backward_op(
+    name: &'static str,
+    backward_name: &'static str,
+    input: &Tensor,
+    output: &Tensor,
+    view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
+) -> Result<()> {
+    let Some(rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    let (shape, dtype, device) = (input.shape().to_vec(), input.dtype(), input.device());
+    let formula: Formula = Box::new(move |ctx| {
+        let Some(g) = ctx.grads[0].as_ref() else { return Ok(vec![None]) };
+        let scatter = || {
+            let grad_input = crate::ops::for_autograd::zeros_raw(&shape, dtype, device)?;
+            crate::ops::for_autograd::copy_(&view_fn(&grad_input)?[0], g)?;
+            Ok(grad_input)
+        };
+        let view = view_fn.clone();
+        let gi = backward_op(&[Some(g)], scatter, |rec, out| {
+            rec.finish(backward_name, &[out], Box::new(move |c| {
+                let gg = c.grad();
+                let v = view(gg)?.remove(0);
+                record_view(name, gg, &[&v], view.clone())?;
+                Ok(vec![Some(v)])
+            }))?;
+            Ok(())
+        })?;
+        Ok(vec![Some(gi)])
+    });
+    rec.finish_views(name, &[output], formula)?;
+    Ok(())
+}
+
 /// Records a view op whose backward is "scatter the gradient into zeros shaped like the input
 /// through the same view" (slice, select, narrow, diagonal, as_strided, unbind, split...).
 /// `view_fn` must map a fresh contiguous tensor shaped like the input to the same view.

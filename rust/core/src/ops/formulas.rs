@@ -118,6 +118,11 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if g.shape() == shape {
         return Ok(g.clone());
     }
+    // torch's `sum_to` node for node (graphs of the backward show them): a 0-d target is
+    // `g.sum()`; otherwise one keepdim sum, and a view only when leading dims go
+    if shape.is_empty() {
+        return reduce::sum(g, None, false, None);
+    }
     let lead = g.ndim() - shape.len();
     let mut dims: Vec<i64> = (0..lead as i64).collect();
     for (i, &d) in shape.iter().enumerate() {
@@ -126,6 +131,9 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
         }
     }
     let r = if dims.is_empty() { g.clone() } else { reduce::sum(g, Some(&dims), true, None)? };
+    if lead == 0 {
+        return Ok(r);
+    }
     let target: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     views::view(&r, &target).or_else(|_| views::reshape(&r, &target))
 }

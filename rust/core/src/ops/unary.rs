@@ -551,8 +551,8 @@ pub enum ParamUnary {
 }
 
 /// selu's constants (torch's `SELU_ALPHA`, `SELU_SCALE`).
-pub const SELU_ALPHA: f64 = 1.6732632423543772848170429916717;
-pub const SELU_SCALE: f64 = 1.0507009873554804934193349852946;
+pub const SELU_ALPHA: f64 = 1.6732632423543772;
+pub const SELU_SCALE: f64 = 1.0507009873554805;
 
 impl ParamUnary {
     /// `elu(x, alpha)`.

@@ -183,7 +183,7 @@ pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 
 // ----- autograd: each view op's node; the gradient goes back through the same view of zeros -----
 
-use crate::autograd::record_view;
+use crate::autograd::{record_view, record_view_with_backward_op};
 use std::sync::Arc;
 
 fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
@@ -356,28 +356,28 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
 pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let out = narrow_raw(t, dim, start, length)?; // arguments first, as `reshape`
     crate::autograd::precheck(&[Some(t)])?;
-    record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
+    record_view_with_backward_op("SliceBackward0", "SliceBackwardBackward0", t, &out, Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
     Ok(out)
 }
 
 pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = slice_raw(t, dim, start, end, step)?;
-    record_view("SliceBackward0", t, &[&out], Arc::new(move |z| one(slice_raw(z, dim, start, end, step))))?;
+    record_view_with_backward_op("SliceBackward0", "SliceBackwardBackward0", t, &out, Arc::new(move |z| one(slice_raw(z, dim, start, end, step))))?;
     Ok(out)
 }
 
 pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = select_raw(t, dim, index)?;
-    record_view("SelectBackward0", t, &[&out], Arc::new(move |z| one(select_raw(z, dim, index))))?;
+    record_view_with_backward_op("SelectBackward0", "SelectBackwardBackward0", t, &out, Arc::new(move |z| one(select_raw(z, dim, index))))?;
     Ok(out)
 }
 
 pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = diagonal_raw(t, offset, dim1, dim2)?;
-    record_view("DiagonalBackward0", t, &[&out], Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
+    record_view_with_backward_op("DiagonalBackward0", "DiagonalBackwardBackward0", t, &out, Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
     Ok(out)
 }
 

@@ -96,13 +96,23 @@ impl Step {
 fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
     let out = x.view_as_layout(layout);
     let name = steps.last().map_or("AliasBackward0", Step::node);
-    crate::autograd::record_view(name, x, &[&out], Arc::new(move |z| {
+    // one slice or select: torch's slice_backward / select_backward op is the gradient's node
+    let backward_op = match steps[..] {
+        [Step::Select(..)] => Some("SelectBackwardBackward0"),
+        [Step::Slice(..)] => Some("SliceBackwardBackward0"),
+        _ => None,
+    };
+    let view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync> = Arc::new(move |z| {
         let mut l = z.layout.clone();
         for s in &steps {
             l = s.apply(&l)?;
         }
         Ok(vec![z.view_as_layout(l)])
-    }))?;
+    });
+    match backward_op {
+        Some(op) => crate::autograd::record_view_with_backward_op(name, op, x, &out, view_fn)?,
+        None => crate::autograd::record_view(name, x, &[&out], view_fn)?,
+    }
     Ok(out)
 }
 

@@ -68,10 +68,20 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
         rec.value("keepdim", py_bool(keepdim));
     }
     rec.value("self_sym_sizes", py_ints(x.shape()));
-    let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
+    let rd = unsqueezed_dims(x.ndim(), dims)?;
     let shape = x.shape().to_vec();
     rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?)])))?;
     Ok(out)
+}
+
+/// The dims torch's `sum_backward` unsqueezes the gradient at before expanding it: none for a
+/// reduction of everything (`dim` absent or empty: the 0-d gradient is expanded directly, one
+/// ExpandBackward0 node), else the reduced dims.
+fn unsqueezed_dims(ndim: usize, dims: Option<&[i64]>) -> Result<Vec<usize>> {
+    match dims {
+        None | Some([]) => Ok(vec![]),
+        Some(_) => reduced_dims(ndim, dims, DimCheck::WrapAllFirst),
+    }
 }
 
 /// Differentiable `mean`: MeanBackward0 / MeanBackward1, the expanded gradient over the count.
@@ -86,10 +96,11 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     }
     rec.value("self_sym_numel", x.numel());
     rec.value("self_sym_sizes", py_ints(x.shape()));
-    let rd = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?;
+    let n = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?.iter().map(|&d| x.shape()[d]).product::<usize>() as f64;
+    let rd = unsqueezed_dims(x.ndim(), dims)?;
     let shape = x.shape().to_vec();
-    let n = rd.iter().map(|&d| shape[d]).product::<usize>() as f64;
-    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(fm::expand_back(&div_s(ctx.grad(), n)?, &shape, &rd, keepdim)?)])))?;
+    // torch's mean_backward: sum_backward(grad) / n, the division after the expansion
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(div_s(&fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?, n)?)])))?;
     Ok(out)
 }
 
