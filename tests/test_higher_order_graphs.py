@@ -4,7 +4,8 @@ second and third derivatives' values (float64, against torch).
 
 torch's first-order formula for tanh, sigmoid, relu, leaky_relu, elu, gelu, softmax and log_softmax (and
 for the views slice, select, diagonal) is one backward op of its own (tanh_backward,
-_softmax_backward_data, slice_backward, ...), so the gradient's grad_fn is `TanhBackwardBackward0`; relu's
+_softmax_backward_data, slice_backward, ...), so the gradient's grad_fn is `TanhBackwardBackward0`
+(split and unbind join their pieces' gradients with cat / stack: CatBackward0); relu's
 `threshold_backward` is differentiable in the saved result, so its gradient requires grad and a
 second `grad` returns zeros instead of raising. Where torch's C++ formulas multiply by a Scalar
 (`2 * result`, `exponent * self.pow(exponent - 1)`) the node is MulBackward1, and a leaf's node
@@ -85,6 +86,11 @@ OPS = {
     "select": lambda lib, x: x * x[1].exp(),
     "select_column": lambda lib, x: x * x[:, 2].unsqueeze(1).exp(),
     "diagonal": lambda lib, x: x * x.diagonal(1).tanh().sum(),
+    # multi-output views: torch joins the pieces' gradients by cat / stack (CatBackward0)
+    "split": lambda lib, x: x * x.split(2, 1)[0].exp().sum(1, keepdim=True),
+    "split_sizes_both": lambda lib, x: x * sum(p.tanh().sum(1, keepdim=True) for p in x.split([1, 2], 1)),
+    "chunk": lambda lib, x: x * x.chunk(2, 0)[1].tanh(),
+    "unbind": lambda lib, x: x * x.unbind(1)[2].exp().unsqueeze(1),
 }
 
 

@@ -307,6 +307,24 @@ pub fn record_view(
     outputs: &[&Tensor],
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
+    record_view_joined(name, input, outputs, view_fn, None)
+}
+
+/// How the pieces' gradients of a multi-output view join when a graph of the backward is built:
+/// torch's split_backward / unbind_backward are `cat` / `stack` of every piece's gradient (zeros
+/// where a piece has none), so that graph shows CatBackward0 / StackBackward0.
+pub type JoinGrads = Arc<dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync>;
+
+/// `record_view` for the pieces of split / chunk / unbind, their gradients joined by `join` (a
+/// recorded op) when a graph of the backward is built, and scattered into zeros otherwise (one
+/// buffer, no zero pieces).
+pub fn record_view_joined(
+    name: &'static str,
+    input: &Tensor,
+    outputs: &[&Tensor],
+    view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
+    join: Option<JoinGrads>,
+) -> Result<()> {
     let multi = outputs.len() > 1 || name.starts_with("Split") || name.starts_with("Unbind");
     let Some(rec) = Recorder::new(&[Some(input)])? else {
         // Unrecorded pieces of a multi-output view still refuse in-place use later (R41).
@@ -321,7 +339,19 @@ pub fn record_view(
     let dtype = input.dtype();
     let device = input.device();
     let n = outputs.len();
+    let piece_shapes: Vec<Vec<usize>> = outputs.iter().map(|o| o.shape().to_vec()).collect();
     let formula: Formula = Box::new(move |ctx| {
+        if let Some(join) = &join {
+            if should_record(&ctx.grads.iter().map(Option::as_ref).collect::<Vec<_>>()) {
+                let pieces = (0..n)
+                    .map(|i| match &ctx.grads[i] {
+                        Some(g) => Ok(g.clone()),
+                        None => crate::ops::for_autograd::zeros_raw(&piece_shapes[i], dtype, device),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                return Ok(vec![Some(join(&pieces)?)]);
+            }
+        }
         let grad_input = crate::ops::for_autograd::zeros_raw(&shape, dtype, device)?;
         let parts = view_fn(&grad_input)?;
         for (i, part) in parts.iter().enumerate().take(n) {

@@ -183,7 +183,7 @@ pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 
 // ----- autograd: each view op's node; the gradient goes back through the same view of zeros -----
 
-use crate::autograd::{record_view, record_view_with_backward_op};
+use crate::autograd::{record_view, record_view_joined, record_view_with_backward_op};
 use std::sync::Arc;
 
 fn one(v: Result<Tensor>) -> Result<Vec<Tensor>> {
@@ -393,22 +393,29 @@ pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>)
     Ok(out)
 }
 
-fn record_pieces(name: &'static str, t: &Tensor, outs: &[Tensor], replay: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>) -> Result<()> {
+/// The pieces of split / chunk / unbind: their gradients join by `cat` (`stack` for unbind) when
+/// a graph of the backward is built, as torch's split_backward / unbind_backward.
+fn record_pieces(name: &'static str, t: &Tensor, outs: &[Tensor], replay: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>, dim: i64) -> Result<()> {
     let refs: Vec<&Tensor> = outs.iter().collect();
-    record_view(name, t, &refs, replay)
+    let join: crate::autograd::JoinGrads = if name.starts_with("Unbind") {
+        Arc::new(move |gs| crate::ops::join::stack(gs, dim))
+    } else {
+        Arc::new(move |gs| crate::ops::join::cat(gs, dim))
+    };
+    record_view_joined(name, t, &refs, replay, Some(join))
 }
 
 pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::autograd::precheck(&[Some(t)])?;
     let outs = unbind_raw(t, dim)?;
-    record_pieces("UnbindBackward0", t, &outs, Arc::new(move |z| unbind_raw(z, dim)))?;
+    record_pieces("UnbindBackward0", t, &outs, Arc::new(move |z| unbind_raw(z, dim)), dim)?;
     Ok(outs)
 }
 
 pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::autograd::precheck(&[Some(t)])?;
     let outs = split_raw(t, split_size, dim)?;
-    record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| split_raw(z, split_size, dim)))?;
+    record_pieces("SplitBackward0", t, &outs, Arc::new(move |z| split_raw(z, split_size, dim)), dim)?;
     Ok(outs)
 }
 
@@ -416,7 +423,7 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
     crate::autograd::precheck(&[Some(t)])?;
     let outs = split_with_sizes_raw(t, sizes, dim)?;
     let s = sizes.to_vec();
-    record_pieces("SplitWithSizesBackward0", t, &outs, Arc::new(move |z| split_with_sizes_raw(z, &s, dim)))?;
+    record_pieces("SplitWithSizesBackward0", t, &outs, Arc::new(move |z| split_with_sizes_raw(z, &s, dim)), dim)?;
     Ok(outs)
 }
 
@@ -427,7 +434,7 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     // chunk of an empty dim goes through split_with_sizes in torch
     let empty = t.ndim() > 0 && crate::shape::wrap_dim(dim, t.ndim()).is_ok_and(|d| t.shape()[d] == 0);
     let name = if empty { "SplitWithSizesBackward0" } else { "SplitBackward0" };
-    record_pieces(name, t, &outs, Arc::new(move |z| chunk_raw(z, chunks, dim)))?;
+    record_pieces(name, t, &outs, Arc::new(move |z| chunk_raw(z, chunks, dim)), dim)?;
     Ok(outs)
 }
 
