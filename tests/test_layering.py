@@ -47,7 +47,8 @@ LAYERS = [
     # functional transforms (grad, vjp) over autograd; utils: pytrees, datasets and loaders
     ["minigrad.utils"],
     ["minigrad.func"],
-    ["minigrad.nn"],
+    # nn; torch's module-level selu/celu are nn.functional's ops without `inplace`
+    ["minigrad.nn", "minigrad._torch_activations"],
     ["minigrad.optim"],
     ["minigrad.memory", "minigrad.serialization", "minigrad.cuda"],
     # the in-place auditor: wraps Tensor's methods through the registry for one audit
