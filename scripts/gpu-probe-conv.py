@@ -6,27 +6,16 @@ minigrad runs after its im2col (per chunk of 9 images: [64, 576] @ [576, 3136] f
 as one batched SGEMM). Usage: python3 scripts/gpu-probe-conv.py
 """
 
-import statistics
 
 import torch
 
 import minigrad as mg
 import minigrad.nn.functional as F
+from minigrad.bench.suites.gpu import event_median_us
 
 
-def time_us(fn, calls=10, rounds=7):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000.0 / calls)
-    return statistics.median(samples)
+def time_us(fn, calls=10):
+    return event_median_us(fn, calls)
 
 
 def main():

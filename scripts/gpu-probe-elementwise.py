@@ -14,6 +14,8 @@ import statistics
 import cupy as cp
 import torch
 
+from minigrad.bench.suites.gpu import event_median_us
+
 SOURCE = r"""
 struct alignas(16) F4 { float v[4]; };
 __device__ __forceinline__ float relu(float x) { return x < 0.f ? 0.f : x; }
@@ -77,20 +79,8 @@ extern "C" __global__ void add_u4(float* out, const float* x, const float* y, lo
 """
 
 
-def time_us(fn, calls=20, rounds=7):
-    """Median over rounds of the mean time of `calls` back-to-back calls, by CUDA events."""
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000.0 / calls)
-    return statistics.median(samples)
+def time_us(fn, calls=20):
+    return event_median_us(fn, calls)
 
 
 def main():

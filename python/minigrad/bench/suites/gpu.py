@@ -44,6 +44,15 @@ def event_timer(fn, loops):
     return cupy.cuda.get_elapsed_time(start, end) / 1e3 / loops
 
 
+def event_median_us(fn, loops, rounds=7):
+    """Microseconds per call of `fn`: after one warm-up call, the median over `rounds` of
+    `event_timer` samples of `loops` calls (the scripts/gpu-probe-*.py probes' measure)."""
+    import statistics
+
+    fn()
+    return statistics.median(event_timer(fn, loops) for _ in range(rounds)) * 1e6
+
+
 def device_copy_gbps(nbytes=256 << 20):
     """The device's copy bandwidth (bytes read + written per second), the best of 5."""
     import cupy
