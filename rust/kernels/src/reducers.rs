@@ -139,6 +139,15 @@ pub trait Bounds: Element {
     fn position_slice(xs: &[Self], m: Self) -> usize {
         xs.iter().position(|&x| if is_nan(m) { is_nan(x) } else { x == m }).unwrap_or(xs.len())
     }
+    /// `Reducer::fold_rows` for `Extreme` where the type has a column kernel (float32:
+    /// `simd::extreme_rows`); false leaves the rows to the generic sweep.
+    ///
+    /// # Safety
+    /// As `Reducer::fold_rows`.
+    #[inline(always)]
+    unsafe fn extreme_rows<const MAX: bool>(_accs: &mut [Self], _first: *const Self, _stride: isize, _len: usize) -> bool {
+        false
+    }
 }
 impl Bounds for f32 {
     const LOWEST: f32 = f32::NEG_INFINITY;
@@ -151,6 +160,12 @@ impl Bounds for f32 {
     #[inline(always)]
     fn position_slice(xs: &[f32], m: f32) -> usize {
         crate::simd::fold::position(xs, m)
+    }
+    #[inline(always)]
+    unsafe fn extreme_rows<const MAX: bool>(accs: &mut [f32], first: *const f32, stride: isize, len: usize) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { crate::simd::extreme_rows::extreme_rows::<MAX>(accs, first, stride, len) };
+        true
     }
 }
 impl Bounds for f64 {
@@ -408,6 +423,11 @@ impl<T: Bounds, const MAX: bool> Reducer for Extreme<T, MAX> {
     unsafe fn write(&self, o: usize, acc: T) {
         // SAFETY: o is below the output length the buffers were allocated for (trait contract).
         *self.out.get().add(o) = acc;
+    }
+    #[inline(always)]
+    unsafe fn fold_rows(&self, accs: &mut [T], first: *const T, stride: isize, len: usize) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { T::extreme_rows::<MAX>(accs, first, stride, len) }
     }
     /// Any grouping gives the same extreme (or NaN), so lanes are safe here.
     #[inline(always)]

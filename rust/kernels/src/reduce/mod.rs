@@ -96,7 +96,7 @@ pub trait Reducer: Copy + Send + Sync {
     /// Folds rows `0..len` of an outer block (row t starts at `first.offset(t * stride)`; its
     /// `accs.len()` consecutive elements are the block's outputs) into `accs` in the reducer's
     /// own fixed grouping, returning true; false (the default) leaves them to the generic
-    /// sweeps. The float32 sums override it (`simd::sum_rows`).
+    /// sweeps. The float32 sums (`simd::sum_rows`) and max/min (`simd::extreme_rows`) override it.
     ///
     /// # Safety
     /// Every such row lies inside the input.

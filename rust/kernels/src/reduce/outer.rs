@@ -98,8 +98,8 @@ const FROM_MEMORY: usize = 1 << 22;
 /// threads) and the rows are never cut: the partials would be as large as the output.
 const MANY_OUTPUTS: usize = 4096;
 /// Input elements from which a reducer that folds its rows one at a time here (every reducer
-/// but sum and prod, `Reducer::SWEEP4` false: max/min, norms, all/any, about 1.5x a sum's time
-/// per element) splits over threads; sums use `PAR_MIN_WHOLE_SUM`. Swept 2026-11-27 (two threads,
+/// but sum and prod, `Reducer::SWEEP4` false: norms, all/any, max/min but of float32, about 1.5x
+/// a sum's time per element) splits over threads; sums use `PAR_MIN_WHOLE_SUM`. Swept 2026-11-27 (two threads,
 /// `chrt -f 50`, loaded 2-core VM; amax over dim 0 of (rows, 1000), serial / split, us): 5e4
 /// 6.06/7.13, 6.4e4 6.92/7.60, 8e4 9.73/8.40, 1e5 10.76/9.20, 1.28e5 13.40/10.34. Which rows
 /// are cut (`row_chunk`) still follows `PAR_MIN_REDUCE`: the split never changes a result here.

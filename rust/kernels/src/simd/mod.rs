@@ -13,8 +13,10 @@
 //! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions;
 //! - `fold`: max/min of f32 runs and the passes of a softmax row; `sum`: sums (and sums of
 //!   squares) of f32 runs, in float32 lanes in a fixed cascade; `sum_rows`: column sums of f32
-//!   rows (the outer shape's sums), in 16-row float32 partials.
+//!   rows (the outer shape's sums), in 16-row float32 partials; `extreme_rows`: column max/min
+//!   of f32 rows (the outer shape's amax/amin), strips of extremes kept in registers.
 
+pub mod extreme_rows;
 pub mod fold;
 pub mod math;
 pub mod normal;
