@@ -170,7 +170,7 @@ def test_backward_backward_nodes_show_torchs_saved_values(name):
         values = {}
         for attr in SAVED[name]:
             v = getattr(fn, attr)
-            # numbers and strings as their Python text (minigrad's nodes keep them as text)
+            # numbers and strings compared as their Python text (test_saved_values.py checks types)
             values[attr] = v.detach().numpy().tolist() if hasattr(v, "numpy") else str(v)
         seen[lib.__name__] = values
     mine, theirs = seen["minigrad"], seen["torch"]

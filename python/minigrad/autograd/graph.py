@@ -6,6 +6,7 @@ Every node is an instance of a class named after it (`MulBackward0`, `Accumulate
 `save_on_cpu`, `disable_saved_tensors_hooks`) live in `saved_tensors.py` and are exported here,
 where torch has them."""
 
+import ast
 from collections import namedtuple
 
 from .. import _C
@@ -39,7 +40,8 @@ class Node(_C._NodeBase):
         if name.startswith("_saved_"):
             names = self._saved_names()
             if name[7:] in names:
-                return self._saved(name[7:])
+                v = self._saved(name[7:])
+                return _saved_value(v) if isinstance(v, str) else v
         if name.startswith("_raw_saved_"):
             raw = self._raw_saved(name[11:])
             if raw is not None:
@@ -48,6 +50,20 @@ class Node(_C._NodeBase):
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+
+def _saved_value(text):
+    """A saved non-tensor argument as torch shows it: the core keeps it as Python literal text
+    (ints, floats, True/False, None, tuples), read back here; a float the core printed as `inf`
+    or `NaN` becomes that float; any other text is a string argument (gelu's `approximate`)."""
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return tuple(v) if isinstance(v, list) else v
 
 
 _classes = {}

@@ -127,7 +127,7 @@ impl Tensor {
             return Ok(current);
         }
         handle_view_on_rebase(self, true)?;
-        let node = as_strided_node(&base, &self.layout)?;
+        let node = as_strided_node(&base, &self.layout, Vec::new())?;
         self.set_gradient_edge(node.clone(), 0);
         move_retains(self, current.as_ref());
         Ok(Some(node))
@@ -150,7 +150,7 @@ fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
 
 /// AsStridedBackward0 for view `view_layout` of `base`: scatter-add the gradient into a zero
 /// buffer shaped like the base's memory, read the base's elements back out.
-pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>> {
+pub fn as_strided_node(base: &Tensor, view_layout: &Layout, values: Vec<(&'static str, String)>) -> Result<Arc<Node>> {
     let edge = base.gradient_edge()?;
     let base_t = base.fresh_handle();
     let view_layout = view_layout.clone();
@@ -161,7 +161,7 @@ pub fn as_strided_node(base: &Tensor, view_layout: &Layout) -> Result<Arc<Node>>
         Ok(vec![Some(crate::ops::for_autograd::contiguous_raw(&buf)?)])
     });
     let inputs = vec![InputMeta { shape: minigrad_base::layout::Dims::from_slice(base.shape()), dtype: base.dtype() }];
-    let body = FnBackward { saved: Vec::new(), values: Vec::new(), formula };
+    let body = FnBackward { saved: Vec::new(), values, formula };
     Ok(Node::new("AsStridedBackward0", vec![edge], inputs, 1, Body::Fn(body)))
 }
 

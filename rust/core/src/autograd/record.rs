@@ -261,6 +261,10 @@ pub fn mark_creation(t: &Tensor, creation: CreationMeta) {
     }
 }
 
+/// The non-tensor arguments a view's node shows as `grad_fn._saved_<name>` (torch's names and
+/// values for that view: `dim`, `start`, `self_sym_sizes`, ...), as Python literal text.
+pub type ViewValues = Vec<(&'static str, String)>;
+
 /// A one-output view whose backward is one of torch's ops (`slice_backward`, `select_backward`,
 /// `diagonal_backward`): the gradient goes into zeros shaped like the input through the same
 /// view, as `record_view` does, and when a graph of the backward is built that value is one node,
@@ -271,9 +275,12 @@ pub fn record_view_with_backward_op(
     backward_name: &'static str,
     input: &Tensor,
     output: &Tensor,
+    values: ViewValues,
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
-    let Some(rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    let Some(mut rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    rec.values = values.clone();
+    let values = Arc::new(values);
     let (shape, dtype, device) = (input.shape().to_vec(), input.dtype(), input.device());
     let formula: Formula = Box::new(move |ctx| {
         let Some(g) = ctx.grads[0].as_ref() else { return Ok(vec![None]) };
@@ -283,11 +290,17 @@ pub fn record_view_with_backward_op(
             Ok(grad_input)
         };
         let view = view_fn.clone();
-        let gi = backward_op(&[Some(g)], scatter, |rec, out| {
+        let values = values.clone();
+        let gi = backward_op(&[Some(g)], scatter, |mut rec, out| {
+            // torch's slice_backward (...) keeps the view's arguments, not the input's shape
+            for (k, v) in values.iter().filter(|(k, _)| *k != "self_sym_sizes") {
+                rec.value(k, v);
+            }
+            let values = values.clone();
             rec.finish(backward_name, &[out], Box::new(move |c| {
                 let gg = c.grad();
                 let v = view(gg)?.remove(0);
-                record_view(name, gg, &[&v], view.clone())?;
+                record_view_joined(name, gg, &[&v], (*values).clone(), view.clone(), None)?;
                 Ok(vec![Some(v)])
             }))?;
             Ok(())
@@ -307,7 +320,7 @@ pub fn record_view(
     outputs: &[&Tensor],
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
-    record_view_joined(name, input, outputs, view_fn, None)
+    record_view_joined(name, input, outputs, ViewValues::new(), view_fn, None)
 }
 
 /// How the pieces' gradients of a multi-output view join when a graph of the backward is built:
@@ -322,11 +335,12 @@ pub fn record_view_joined(
     name: &'static str,
     input: &Tensor,
     outputs: &[&Tensor],
+    values: ViewValues,
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
     join: Option<JoinGrads>,
 ) -> Result<()> {
     let multi = outputs.len() > 1 || name.starts_with("Split") || name.starts_with("Unbind");
-    let Some(rec) = Recorder::new(&[Some(input)])? else {
+    let Some(mut rec) = Recorder::new(&[Some(input)])? else {
         // Unrecorded pieces of a multi-output view still refuse in-place use later (R41).
         if multi && mode::is_grad_enabled() {
             for o in outputs {
@@ -335,6 +349,7 @@ pub fn record_view_joined(
         }
         return Ok(());
     };
+    rec.values = values;
     let shape = input.shape().to_vec();
     let dtype = input.dtype();
     let device = input.device();

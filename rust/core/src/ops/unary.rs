@@ -515,6 +515,11 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         Saves::Input => rec.save("self", x)?,
         Saves::Result => rec.save_output("result", &out, 0),
     }
+    match op {
+        UnaryOp::Gelu => rec.value("approximate", "none"),
+        UnaryOp::GeluTanh => rec.value("approximate", "tanh"),
+        _ => {}
+    }
     rec.finish(op.def().node, &[&out], Box::new(move |ctx| Ok(vec![Some(op.backward(ctx.grad(), ctx.saved.first())?)])))?;
     Ok(out)
 }

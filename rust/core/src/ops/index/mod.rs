@@ -102,6 +102,7 @@ fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
         [Step::Slice(..)] => Some("SliceBackwardBackward0"),
         _ => None,
     };
+    let steps_for_values = steps.clone();
     let view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync> = Arc::new(move |z| {
         let mut l = z.layout.clone();
         for s in &steps {
@@ -109,11 +110,27 @@ fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
         }
         Ok(vec![z.view_as_layout(l)])
     });
+    let values = last_step_values(&x.layout, &steps_for_values)?;
     match backward_op {
-        Some(op) => crate::autograd::record_view_with_backward_op(name, op, x, &out, view_fn)?,
-        None => crate::autograd::record_view(name, x, &[&out], view_fn)?,
+        Some(op) => crate::autograd::record_view_with_backward_op(name, op, x, &out, values, view_fn)?,
+        None => crate::autograd::record_view_joined(name, x, &[&out], values, view_fn, None)?,
     }
     Ok(out)
+}
+
+/// The saved values of the node named after the last step: torch's node for that step, whose
+/// input is the view the steps before it made.
+fn last_step_values(layout: &Layout, steps: &[Step]) -> Result<crate::autograd::ViewValues> {
+    let Some((last, before)) = steps.split_last() else { return Ok(Vec::new()) };
+    let mut l = layout.clone();
+    for s in before {
+        l = s.apply(&l)?;
+    }
+    Ok(match *last {
+        Step::Select(d, i) => crate::ops::views::select_values(&l.shape, d as i64, i),
+        Step::Slice(d, start, stop, step) => crate::ops::views::slice_values(&l.shape, d as i64, start, stop, step),
+        Step::Unsqueeze(d) => vec![("dim", d.to_string())],
+    })
 }
 
 /// `x` itself when no step changed it, else the recorded view.

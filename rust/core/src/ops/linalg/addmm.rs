@@ -87,12 +87,7 @@ pub fn addmm(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: S
     let rec = Recorder::new(&[Some(this), Some(mat1), Some(mat2)])?;
     let out = addmm_raw(this, mat1, mat2, beta, alpha)?;
     let Some(mut rec) = rec else { return Ok(out) };
-    if rec.needs(2) {
-        rec.save("mat1", mat1)?;
-    }
-    if rec.needs(1) {
-        rec.save("mat2", mat2)?;
-    }
+    save_operands(&mut rec, mat1, mat2)?;
     rec.value("alpha", fmt_scalar(alpha));
     rec.value("beta", fmt_scalar(beta));
     let self_shape = this.shape().to_vec();
@@ -128,12 +123,7 @@ pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
     }
     crate::ops::copy::copy_inplace_raw(this, &out)?;
     let Some(mut rec) = rec else { return Ok(()) };
-    if rec.needs(2) {
-        rec.save("mat1", mat1)?;
-    }
-    if rec.needs(1) {
-        rec.save("mat2", mat2)?;
-    }
+    save_operands(&mut rec, mat1, mat2)?;
     rec.value("alpha", fmt_scalar(alpha));
     rec.value("beta", fmt_scalar(beta));
     let (b, a) = (beta.to_f64(), alpha.to_f64());
@@ -152,6 +142,27 @@ pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
 }
 
 /// A scalar as Python prints it (`1`, `0.5`, `True`).
+/// What torch's AddmmBackward0 keeps of the two matrices: each one for the other's gradient
+/// (None when that gradient is not needed), both shapes, and the strides of those whose own
+/// gradient is needed (`()` otherwise).
+fn save_operands(rec: &mut Recorder, mat1: &Tensor, mat2: &Tensor) -> Result<()> {
+    use crate::ops::reduce::py_ints;
+    for (name, m, other_needs, own_needs) in [("mat1", mat1, rec.needs(2), rec.needs(1)), ("mat2", mat2, rec.needs(1), rec.needs(2))] {
+        if other_needs {
+            rec.save(name, m)?;
+        } else {
+            rec.value(name, "None");
+        }
+        let (sizes, strides) = match name {
+            "mat1" => ("mat1_sym_sizes", "mat1_sym_strides"),
+            _ => ("mat2_sym_sizes", "mat2_sym_strides"),
+        };
+        rec.value(sizes, py_ints(m.shape()));
+        rec.value(strides, if own_needs { py_ints(&m.layout.strides) } else { "()".to_string() });
+    }
+    Ok(())
+}
+
 fn fmt_scalar(s: Scalar) -> String {
     match s {
         Scalar::Bool(b) => if b { "True".into() } else { "False".into() },

@@ -104,8 +104,9 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
     rec.save("self", x)?;
     rec.save("target", target)?;
     rec.save("total_weight", &total_weight)?;
-    if let Some(w) = weight {
-        rec.save("weight", w)?;
+    match weight {
+        Some(w) => rec.save("weight", w)?,
+        None => rec.value("weight", "None"),
     }
     let (has_w, two_d) = (weight.is_some(), name == "NllLoss2DBackward0");
     rec.finish(name, &[&out], Box::new(move |ctx| {
