@@ -150,7 +150,7 @@ fn zeros_like_layout(base: &Tensor) -> crate::error::Result<Tensor> {
 
 /// AsStridedBackward0 for view `view_layout` of `base`: scatter-add the gradient into a zero
 /// buffer shaped like the base's memory, read the base's elements back out.
-pub fn as_strided_node(base: &Tensor, view_layout: &Layout, values: Vec<(&'static str, String)>) -> Result<Arc<Node>> {
+pub fn as_strided_node(base: &Tensor, view_layout: &Layout, values: super::ViewValues) -> Result<Arc<Node>> {
     let edge = base.gradient_edge()?;
     let base_t = base.fresh_handle();
     let view_layout = view_layout.clone();

@@ -22,5 +22,5 @@ pub mod saved_hooks;
 pub use engine::{run_backward, BackwardRequest};
 pub use inplace::{as_strided_node, check_inplace};
 pub use meta::{AutogradMeta, RequiresGradEntry};
-pub use node::{Ctx, Edge, Formula, Node};
+pub use node::{Ctx, Edge, Formula, Node, SavedValue};
 pub use record::{backward_op, precheck, record_view, record_view_joined, record_view_with_backward_op, should_record, JoinGrads, Recorder, ViewValues};

@@ -259,8 +259,33 @@ pub type Formula = Box<dyn FnMut(&Ctx) -> Result<Vec<Option<Tensor>>> + Send>;
 /// shapes and dims it needs).
 pub struct FnBackward {
     pub saved: Vec<(&'static str, SavedTensor)>,
-    pub values: Vec<(&'static str, String)>,
+    pub values: Vec<(&'static str, SavedValue)>,
     pub formula: Formula,
+}
+
+/// A non-tensor argument a node shows as `grad_fn._saved_<name>`: ints and int lists (dims,
+/// shapes, bounds: the views record these per call, so no text is made until someone reads
+/// them), or Python literal text for the rest (floats, flags, None, strings).
+#[derive(Clone, Debug)]
+pub enum SavedValue {
+    Int(i64),
+    Ints(smallvec::SmallVec<[i64; 5]>),
+    Text(String),
+}
+
+impl SavedValue {
+    /// A shape (or any list of sizes) as a tuple of ints.
+    pub fn sizes(d: &[usize]) -> Self {
+        SavedValue::Ints(d.iter().map(|&v| v as i64).collect())
+    }
+    /// Python literal text: `3`, `(4, 5)`, `(1,)`, or the text itself.
+    pub fn text(&self) -> String {
+        match self {
+            SavedValue::Int(v) => v.to_string(),
+            SavedValue::Ints(vs) => crate::ops::reduce::py_ints(vs),
+            SavedValue::Text(t) => t.clone(),
+        }
+    }
 }
 
 impl Backward for FnBackward {
@@ -292,7 +317,7 @@ impl Backward for FnBackward {
         self.saved.iter().map(|(n, s)| (*n, s)).collect()
     }
     fn saved_values(&self) -> Vec<(&'static str, String)> {
-        self.values.clone()
+        self.values.iter().map(|(k, v)| (*k, v.text())).collect()
     }
     fn link_producer(&mut self, node: &Arc<Node>) {
         for (_, s) in &mut self.saved {

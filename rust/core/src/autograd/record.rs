@@ -9,7 +9,7 @@
 use super::inplace;
 use super::meta::CreationMeta;
 use super::mode;
-use super::node::{Body, Edge, Edges, FnBackward, Formula, InputMeta, InputMetas, Node};
+use super::node::{Body, Edge, Edges, FnBackward, Formula, InputMeta, InputMetas, Node, SavedValue};
 use super::saved::{PackedTensor, SavedTensor};
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -19,7 +19,7 @@ pub struct Recorder {
     edges: Edges,
     inputs: InputMetas,
     saved: Vec<(&'static str, SavedTensor)>,
-    values: Vec<(&'static str, String)>,
+    values: Vec<(&'static str, SavedValue)>,
     /// Saved tensors waiting for the active pack hook (index into `saved`): see `pack_saved`.
     to_pack: Vec<(usize, Tensor)>,
 }
@@ -160,7 +160,12 @@ impl Recorder {
 
     /// A non-tensor argument shown as `grad_fn._saved_<name>`.
     pub fn value(&mut self, name: &'static str, v: impl ToString) {
-        self.values.push((name, v.to_string()));
+        self.values.push((name, SavedValue::Text(v.to_string())));
+    }
+
+    /// Non-tensor arguments already typed (`SavedValue::Int`, `Ints`): no text made per call.
+    pub fn values(&mut self, vs: ViewValues) {
+        self.values.extend(vs);
     }
 
     fn node(self, name: &'static str, num_outputs: usize, formula: Formula) -> (Arc<Node>, Vec<(usize, Tensor)>) {
@@ -262,8 +267,9 @@ pub fn mark_creation(t: &Tensor, creation: CreationMeta) {
 }
 
 /// The non-tensor arguments a view's node shows as `grad_fn._saved_<name>` (torch's names and
-/// values for that view: `dim`, `start`, `self_sym_sizes`, ...), as Python literal text.
-pub type ViewValues = Vec<(&'static str, String)>;
+/// values for that view: `dim`, `start`, `self_sym_sizes`, ...). The view ops pass a closure
+/// that makes them, called only when a node is recorded (a view under no_grad pays nothing).
+pub type ViewValues = Vec<(&'static str, SavedValue)>;
 
 /// A one-output view whose backward is one of torch's ops (`slice_backward`, `select_backward`,
 /// `diagonal_backward`): the gradient goes into zeros shaped like the input through the same
@@ -275,10 +281,11 @@ pub fn record_view_with_backward_op(
     backward_name: &'static str,
     input: &Tensor,
     output: &Tensor,
-    values: ViewValues,
+    values: impl FnOnce() -> ViewValues,
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
     let Some(mut rec) = Recorder::new(&[Some(input)])? else { return Ok(()) };
+    let values = values();
     rec.values = values.clone();
     let values = Arc::new(values);
     let (shape, dtype, device) = (input.shape().to_vec(), input.dtype(), input.device());
@@ -293,14 +300,12 @@ pub fn record_view_with_backward_op(
         let values = values.clone();
         let gi = backward_op(&[Some(g)], scatter, |mut rec, out| {
             // torch's slice_backward (...) keeps the view's arguments, not the input's shape
-            for (k, v) in values.iter().filter(|(k, _)| *k != "self_sym_sizes") {
-                rec.value(k, v);
-            }
+            rec.values(values.iter().filter(|(k, _)| *k != "self_sym_sizes").cloned().collect());
             let values = values.clone();
             rec.finish(backward_name, &[out], Box::new(move |c| {
                 let gg = c.grad();
                 let v = view(gg)?.remove(0);
-                record_view_joined(name, gg, &[&v], (*values).clone(), view.clone(), None)?;
+                record_view_joined(name, gg, &[&v], || (*values).clone(), view.clone(), None)?;
                 Ok(vec![Some(v)])
             }))?;
             Ok(())
@@ -320,7 +325,7 @@ pub fn record_view(
     outputs: &[&Tensor],
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
 ) -> Result<()> {
-    record_view_joined(name, input, outputs, ViewValues::new(), view_fn, None)
+    record_view_joined(name, input, outputs, ViewValues::new, view_fn, None)
 }
 
 /// How the pieces' gradients of a multi-output view join when a graph of the backward is built:
@@ -335,7 +340,7 @@ pub fn record_view_joined(
     name: &'static str,
     input: &Tensor,
     outputs: &[&Tensor],
-    values: ViewValues,
+    values: impl FnOnce() -> ViewValues,
     view_fn: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
     join: Option<JoinGrads>,
 ) -> Result<()> {
@@ -349,7 +354,7 @@ pub fn record_view_joined(
         }
         return Ok(());
     };
-    rec.values = values;
+    rec.values = values();
     let shape = input.shape().to_vec();
     let dtype = input.dtype();
     let device = input.device();

@@ -183,12 +183,12 @@ pub fn chunk_raw(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 
 // ----- autograd: each view op's node; the gradient goes back through the same view of zeros -----
 
-use crate::autograd::{record_view, record_view_joined, record_view_with_backward_op, ViewValues};
-use crate::ops::reduce::py_ints;
+use crate::autograd::{record_view, record_view_joined, record_view_with_backward_op, SavedValue, ViewValues};
+use SavedValue::{Int, Ints};
 
 /// `self_sym_sizes`, the input's shape most view nodes keep (torch's name).
-fn sizes_of(t: &Tensor) -> (&'static str, String) {
-    ("self_sym_sizes", py_ints(t.shape()))
+fn sizes_of(t: &Tensor) -> (&'static str, SavedValue) {
+    ("self_sym_sizes", SavedValue::sizes(t.shape()))
 }
 use std::sync::Arc;
 
@@ -205,13 +205,11 @@ fn record_view_of_grad(
     name: &'static str,
     input: &Tensor,
     out: &Tensor,
-    values: ViewValues,
+    values: impl FnOnce() -> ViewValues,
     back: impl Fn(&Tensor) -> Result<Tensor> + Send + 'static,
 ) -> Result<()> {
     if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(input)])? {
-        for (k, v) in values {
-            rec.value(k, v);
-        }
+        rec.values(values());
         rec.finish(name, &[out], Box::new(move |ctx| Ok(vec![Some(back(ctx.grad())?)])))?;
     }
     Ok(())
@@ -230,7 +228,7 @@ pub fn view(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = view_raw(t, shape)?;
     let back: Vec<i64> = t.shape().iter().map(|&n| n as i64).collect();
-    record_view_of_grad("ViewBackward0", t, &out, vec![sizes_of(t)], move |g| reshape(g, &back))?;
+    record_view_of_grad("ViewBackward0", t, &out, || vec![sizes_of(t)], move |g| reshape(g, &back))?;
     Ok(out)
 }
 
@@ -258,7 +256,7 @@ fn record_reshape(t: &Tensor, out: &Tensor) -> Result<()> {
         // its strides allow one (a permuted gradient meeting a reshape alias stays permuted).
         let name = if t.is_contiguous() { "ViewBackward0" } else { "ReshapeAliasBackward0" };
         let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-        return record_view_of_grad(name, t, out, vec![sizes_of(t)], move |g| reshape(g, &back));
+        return record_view_of_grad(name, t, out, || vec![sizes_of(t)], move |g| reshape(g, &back));
     }
     // torch: `_unsafe_view(clone(memory_format=contiguous), shape)`, two nodes: CloneBackward0
     // from the input to the copy in the input's shape, UnsafeViewBackward0 from it to the result
@@ -291,14 +289,14 @@ pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = permute_raw(t, dims)?;
     let inverse = inverse_permutation(dims, t.ndim())?;
-    record_view_of_grad("PermuteBackward0", t, &out, vec![("dims", py_ints(dims))], move |g| permute(g, &inverse))?;
+    record_view_of_grad("PermuteBackward0", t, &out, || vec![("dims", Ints(dims.into()))], move |g| permute(g, &inverse))?;
     Ok(out)
 }
 
 pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = transpose_raw(t, d0, d1)?;
-    let values = vec![("dim0", d0.to_string()), ("dim1", d1.to_string())];
+    let values = || vec![("dim0", Int(d0)), ("dim1", Int(d1))];
     record_view_of_grad("TransposeBackward0", t, &out, values, move |g| transpose(g, d0, d1))?;
     Ok(out)
 }
@@ -306,7 +304,7 @@ pub fn transpose(t: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
 pub fn t(x: &Tensor) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(x)])?;
     let out = t_raw(x)?;
-    record_view_of_grad("TBackward0", x, &out, vec![], t)?;
+    record_view_of_grad("TBackward0", x, &out, ViewValues::new, t)?;
     Ok(out)
 }
 
@@ -314,7 +312,7 @@ pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = unsqueeze_raw(t, dim)?;
     let wrapped = wrap_dim(dim, t.ndim() + 1)? as i64;
-    record_view_of_grad("UnsqueezeBackward0", t, &out, vec![("dim", dim.to_string())], move |g| squeeze_dim(g, wrapped))?;
+    record_view_of_grad("UnsqueezeBackward0", t, &out, || vec![("dim", Int(dim))], move |g| squeeze_dim(g, wrapped))?;
     Ok(out)
 }
 
@@ -325,10 +323,10 @@ pub fn squeeze(t: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     let out = squeeze_raw(t, dims)?;
     let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward2" };
     let removed = squeezed_dims(t, dims)?;
-    let mut values = vec![sizes_of(t)];
-    if let Some(ds) = dims {
-        values.insert(0, ("dim", py_ints(ds)));
-    }
+    let values = || match dims {
+        Some(ds) => vec![("dim", Ints(ds.into())), sizes_of(t)],
+        None => vec![sizes_of(t)],
+    };
     record_view_of_grad(name, t, &out, values, move |g| unsqueeze_dims_of(g, &removed))?;
     Ok(out)
 }
@@ -338,7 +336,7 @@ pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = squeeze_raw(t, Some(&[dim]))?;
     let removed = squeezed_dims(t, Some(&[dim]))?;
-    let values = vec![("dim", dim.to_string()), sizes_of(t)];
+    let values = || vec![("dim", Int(dim)), sizes_of(t)];
     record_view_of_grad("SqueezeBackward1", t, &out, values, move |g| unsqueeze_dims_of(g, &removed))?;
     Ok(out)
 }
@@ -369,8 +367,7 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let out = expand_raw(t, sizes)?;
     if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(t)])? {
         let shape = t.shape().to_vec();
-        let (k, v) = sizes_of(t);
-        rec.value(k, v);
+        rec.values(vec![sizes_of(t)]);
         rec.finish("ExpandBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::ops::formulas::sum_to(ctx.grad(), &shape)?)])))?;
     }
     Ok(out)
@@ -379,22 +376,24 @@ pub fn expand(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
 /// SliceBackward0's values: the dim and bounds as given (torch keeps them unclamped: `x[1:]`
 /// has end 2^63 - 1), and the input's shape.
 pub(crate) fn slice_values(shape: &[usize], dim: i64, start: i64, end: i64, step: i64) -> ViewValues {
-    let sizes = ("self_sym_sizes", py_ints(shape));
-    vec![("dim", dim.to_string()), ("end", end.to_string()), sizes, ("start", start.to_string()), ("step", step.to_string())]
+    let sizes = ("self_sym_sizes", SavedValue::sizes(shape));
+    vec![("dim", Int(dim)), ("end", Int(end)), sizes, ("start", Int(start)), ("step", Int(step))]
 }
 
 /// SelectBackward0's values: the dim and index as given, and the input's shape.
 pub(crate) fn select_values(shape: &[usize], dim: i64, index: i64) -> ViewValues {
-    vec![("dim", dim.to_string()), ("index", index.to_string()), ("self_sym_sizes", py_ints(shape))]
+    vec![("dim", Int(dim)), ("index", Int(index)), ("self_sym_sizes", SavedValue::sizes(shape))]
 }
 
 pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let out = narrow_raw(t, dim, start, length)?; // arguments first, as `reshape`
     crate::autograd::precheck(&[Some(t)])?;
     // torch's narrow is a slice: it keeps the start wrapped and the end it implies
-    let d = wrap_dim(dim, t.ndim())?;
-    let s = if start < 0 { start + t.shape()[d] as i64 } else { start };
-    let values = slice_values(t.shape(), dim, s, s + length, 1);
+    let values = || {
+        let size = wrap_dim(dim, t.ndim()).map_or(0, |d| t.shape()[d] as i64); // checked by narrow_raw
+        let s = if start < 0 { start + size } else { start };
+        slice_values(t.shape(), dim, s, s + length, 1)
+    };
     record_view_with_backward_op("SliceBackward0", "SliceBackwardBackward0", t, &out, values, Arc::new(move |z| one(narrow_raw(z, dim, start, length))))?;
     Ok(out)
 }
@@ -402,7 +401,7 @@ pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
 pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = slice_raw(t, dim, start, end, step)?;
-    let values = slice_values(t.shape(), dim as i64, start, end, step);
+    let values = || slice_values(t.shape(), dim as i64, start, end, step);
     record_view_with_backward_op("SliceBackward0", "SliceBackwardBackward0", t, &out, values, Arc::new(move |z| one(slice_raw(z, dim, start, end, step))))?;
     Ok(out)
 }
@@ -410,7 +409,7 @@ pub fn slice(t: &Tensor, dim: usize, start: i64, end: i64, step: i64) -> Result<
 pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = select_raw(t, dim, index)?;
-    let values = select_values(t.shape(), dim, index);
+    let values = || select_values(t.shape(), dim, index);
     record_view_with_backward_op("SelectBackward0", "SelectBackwardBackward0", t, &out, values, Arc::new(move |z| one(select_raw(z, dim, index))))?;
     Ok(out)
 }
@@ -418,7 +417,7 @@ pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
 pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     crate::autograd::precheck(&[Some(t)])?;
     let out = diagonal_raw(t, offset, dim1, dim2)?;
-    let values = vec![("dim1", dim1.to_string()), ("dim2", dim2.to_string()), ("offset", offset.to_string()), sizes_of(t)];
+    let values = || vec![("dim1", Int(dim1)), ("dim2", Int(dim2)), ("offset", Int(offset)), sizes_of(t)];
     record_view_with_backward_op("DiagonalBackward0", "DiagonalBackwardBackward0", t, &out, values, Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
     Ok(out)
 }
@@ -430,9 +429,9 @@ pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], offset: Option<i64>)
     let out = as_strided_raw(t, size, stride, offset)?;
     if crate::autograd::should_record(&[Some(t)]) {
         let values = vec![
-            ("size", py_ints(size)),
-            ("storage_offset", offset.map_or("None".to_string(), |o| o.to_string())),
-            ("stride", py_ints(stride)),
+            ("size", Ints(size.into())),
+            ("storage_offset", offset.map_or(SavedValue::Text("None".into()), Int)),
+            ("stride", Ints(stride.into())),
         ];
         let node = crate::autograd::as_strided_node(t, &out.layout, values)?;
         out.set_gradient_edge(node, 0);
@@ -446,7 +445,7 @@ fn record_pieces(
     name: &'static str,
     t: &Tensor,
     outs: &[Tensor],
-    values: ViewValues,
+    values: impl FnOnce() -> ViewValues,
     replay: Arc<dyn Fn(&Tensor) -> Result<Vec<Tensor>> + Send + Sync>,
     dim: i64,
 ) -> Result<()> {
@@ -462,14 +461,14 @@ fn record_pieces(
 pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     crate::autograd::precheck(&[Some(t)])?;
     let outs = unbind_raw(t, dim)?;
-    record_pieces("UnbindBackward0", t, &outs, vec![("dim", dim.to_string())], Arc::new(move |z| unbind_raw(z, dim)), dim)?;
+    record_pieces("UnbindBackward0", t, &outs, || vec![("dim", Int(dim))], Arc::new(move |z| unbind_raw(z, dim)), dim)?;
     Ok(outs)
 }
 
 pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     crate::autograd::precheck(&[Some(t)])?;
     let outs = split_raw(t, split_size, dim)?;
-    let values = vec![("dim", dim.to_string()), sizes_of(t), ("split_size", split_size.to_string())];
+    let values = || vec![("dim", Int(dim)), sizes_of(t), ("split_size", Int(split_size))];
     record_pieces("SplitBackward0", t, &outs, values, Arc::new(move |z| split_raw(z, split_size, dim)), dim)?;
     Ok(outs)
 }
@@ -478,7 +477,7 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
     crate::autograd::precheck(&[Some(t)])?;
     let outs = split_with_sizes_raw(t, sizes, dim)?;
     let s = sizes.to_vec();
-    let values = vec![("dim", dim.to_string()), sizes_of(t), ("split_sizes", py_ints(sizes))];
+    let values = || vec![("dim", Int(dim)), sizes_of(t), ("split_sizes", Ints(sizes.into()))];
     record_pieces("SplitWithSizesBackward0", t, &outs, values, Arc::new(move |z| split_with_sizes_raw(z, &s, dim)), dim)?;
     Ok(outs)
 }
@@ -491,12 +490,13 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let empty = t.ndim() > 0 && crate::shape::wrap_dim(dim, t.ndim()).is_ok_and(|d| t.shape()[d] == 0);
     let name = if empty { "SplitWithSizesBackward0" } else { "SplitBackward0" };
     // torch's chunk is split by ceil(size / chunks) (split_with_sizes of zeros for an empty dim)
-    let values = if empty {
-        vec![("dim", dim.to_string()), sizes_of(t), ("split_sizes", py_ints(&vec![0; outs.len()]))]
-    } else {
-        let d = crate::shape::wrap_dim(dim, t.ndim())?;
-        let split_size = (t.shape()[d] as i64 + chunks - 1) / chunks.max(1);
-        vec![("dim", dim.to_string()), sizes_of(t), ("split_size", split_size.to_string())]
+    let pieces = outs.len();
+    let values = || {
+        if empty {
+            return vec![("dim", Int(dim)), sizes_of(t), ("split_sizes", Ints(smallvec::smallvec![0; pieces]))];
+        }
+        let size = crate::shape::wrap_dim(dim, t.ndim()).map_or(0, |d| t.shape()[d] as i64); // checked by chunk_raw
+        vec![("dim", Int(dim)), sizes_of(t), ("split_size", Int((size + chunks - 1) / chunks.max(1)))]
     };
     record_pieces(name, t, &outs, values, Arc::new(move |z| chunk_raw(z, chunks, dim)), dim)?;
     Ok(outs)

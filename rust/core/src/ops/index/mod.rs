@@ -110,7 +110,7 @@ fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
         }
         Ok(vec![z.view_as_layout(l)])
     });
-    let values = last_step_values(&x.layout, &steps_for_values)?;
+    let values = || last_step_values(&x.layout, &steps_for_values);
     match backward_op {
         Some(op) => crate::autograd::record_view_with_backward_op(name, op, x, &out, values, view_fn)?,
         None => crate::autograd::record_view_joined(name, x, &[&out], values, view_fn, None)?,
@@ -120,17 +120,18 @@ fn basic_view(x: &Tensor, layout: Layout, steps: Vec<Step>) -> Result<Tensor> {
 
 /// The saved values of the node named after the last step: torch's node for that step, whose
 /// input is the view the steps before it made.
-fn last_step_values(layout: &Layout, steps: &[Step]) -> Result<crate::autograd::ViewValues> {
-    let Some((last, before)) = steps.split_last() else { return Ok(Vec::new()) };
+fn last_step_values(layout: &Layout, steps: &[Step]) -> crate::autograd::ViewValues {
+    let Some((last, before)) = steps.split_last() else { return Vec::new() };
     let mut l = layout.clone();
     for s in before {
-        l = s.apply(&l)?;
+        // the steps made the view already, so each applies
+        l = s.apply(&l).unwrap_or_else(|_| l.clone());
     }
-    Ok(match *last {
+    match *last {
         Step::Select(d, i) => crate::ops::views::select_values(&l.shape, d as i64, i),
         Step::Slice(d, start, stop, step) => crate::ops::views::slice_values(&l.shape, d as i64, start, stop, step),
-        Step::Unsqueeze(d) => vec![("dim", d.to_string())],
-    })
+        Step::Unsqueeze(d) => vec![("dim", crate::autograd::SavedValue::Int(d as i64))],
+    }
 }
 
 /// `x` itself when no step changed it, else the recorded view.
