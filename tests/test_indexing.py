@@ -653,3 +653,19 @@ def test_numpy_keys():
         check_parity(lambda: m[key], lambda: t[key], check_stride=True)
     s, st_ = make_pair(np.array(3.0, dtype=np.float32))
     check_parity(lambda: s[np.int64(0)], lambda: st_[np.int64(0)])
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 2), (2, 3, 1), (2, 1, 4), (3, 1, 1, 2)])
+@pytest.mark.parametrize("kind", ["list", "bool_tensor", "long_tensor"])
+def test_an_index_that_picks_nothing_has_torchs_strides(shape, kind):
+    """An all-False mask (or an empty index) gives an empty result whose strides are torch's
+    general indexing layout, 0 for the size-1 dims (found by the advanced-getitem property test:
+    the mask's fast path gave the contiguous strides)."""
+    got = {}
+    for lib in (torch, mg):
+        x = lib.zeros(*shape)
+        idx = {"list": [False] * shape[0], "bool_tensor": lib.tensor([False] * shape[0]),
+               "long_tensor": lib.tensor([], dtype=lib.long)}[kind]
+        y = x[idx]
+        got[lib.__name__] = (tuple(y.shape), tuple(y.stride()))
+    assert got["minigrad"] == got["torch"]

@@ -82,6 +82,11 @@ fn leading_mask(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Option<Tensor>
     layout.shape.extend_from_slice(&trailing);
     layout.strides.extend(trailing.iter().map(|_| 0isize));
     let flat = crate::ops::mask::masked_select_raw(x, &mask.view_as_layout(layout))?;
+    if flat.numel() == 0 {
+        // Nothing picked: torch's empty result keeps the general path's strides (0 for the
+        // size-1 dims after the picked one: (0, 1, 2) from (1, 1, 2) has strides (2, 0, 1)).
+        return Ok(None);
+    }
     let inner: usize = trailing.iter().product();
     let mut shape = vec![flat.numel() / inner];
     shape.extend_from_slice(&trailing);
