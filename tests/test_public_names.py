@@ -35,7 +35,7 @@ requires_grad_ reshape reshape_as retain_grad retains_grad round round_ rsqrt rs
 scatter_ scatter_add scatter_add_ select shape sigmoid sigmoid_ sign sign_ sin sin_ size softmax
 split split_with_sizes sqrt sqrt_ square square_ squeeze squeeze_ std storage_offset stride sub
 sub_ subtract subtract_ sum swapaxes swapaxes_ t t_ tanh tanh_ to tolist transpose transpose_
-true_divide true_divide_ trunc trunc_ type_as unbind uniform_ unsqueeze unsqueeze_
+true_divide true_divide_ trunc trunc_ type_as unbind unfold uniform_ unsqueeze unsqueeze_
 untyped_storage_nbytes var view view_as where zero_
 """.split()
 

@@ -296,6 +296,35 @@ impl Layout {
         self.slice(d, start, start + length, 1)
     }
 
+    /// `unfold(dim, size, step)`: the windows of `size` elements every `step` along `dim`, as a
+    /// dim of window starts (stride `step` times the old one) and a new last dim over each
+    /// window (the old stride). Windows overlap when step < size: one element, several places.
+    /// A 0-d tensor counts as one element along dim 0, and its result is the window alone.
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Layout> {
+        let d = wrap_dim(dim, self.ndim())?;
+        let max = if self.ndim() == 0 { 1 } else { self.shape[d] as i64 };
+        if size > max {
+            return Err(Error::Runtime(format!("maximum size for tensor at dimension {} is {} but size is {}", d, max, size)));
+        }
+        if size < 0 {
+            return Err(Error::Runtime(format!("size is {} but must be >= 0", size)));
+        }
+        if step <= 0 {
+            return Err(Error::Runtime(format!("step is {} but must be > 0", step)));
+        }
+        let mut out = self.clone();
+        out.shape.push(size as usize);
+        if self.ndim() == 0 {
+            out.strides.push(1);
+            return Ok(out);
+        }
+        out.strides.push(self.strides[d]);
+        out.shape[d] = ((max - size) / step + 1) as usize;
+        // one window: its stride is never used to index, and may pass isize (as `slice`)
+        out.strides[d] = self.strides[d].saturating_mul(step as isize);
+        Ok(out)
+    }
+
     /// Basic slicing along one dim; start/end already clamped by the caller or clamped here.
     pub fn slice(&self, dim: usize, start: i64, end: i64, step: i64) -> Result<Layout> {
         if step <= 0 {

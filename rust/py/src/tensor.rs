@@ -296,6 +296,13 @@ impl TensorBase {
         wrap_view(slf.py(), t, slf)
     }
 
+    fn unfold(slf: &Bound<'_, Self>, dimension: &Bound<'_, PyAny>, size: &Bound<'_, PyAny>, step: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let dim = int_arg(dimension, "unfold", "dimension", 1)?;
+        let (size, step) = (int_arg(size, "unfold", "size", 2)?, int_arg(step, "unfold", "step", 3)?);
+        let t = with_t(slf, 0, |x| views::unfold(x, dim, size, step))?;
+        wrap_view(slf.py(), t, slf)
+    }
+
     fn select(slf: &Bound<'_, Self>, dim: &Bound<'_, PyAny>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let (dim, index) = (int_arg(dim, "select", "dim", 1)?, int_arg(index, "select", "index", 2)?);
         let t = with_t(slf, 0, |x| views::select(x, dim, index))?;

@@ -88,6 +88,10 @@ pub fn select_raw(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.select(dim, index)?))
 }
 
+pub fn unfold_raw(t: &Tensor, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    Ok(t.view_as_layout(t.layout.unfold(dim, size, step)?))
+}
+
 pub fn diagonal_raw(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     Ok(t.view_as_layout(t.layout.diagonal(offset, dim1, dim2)?))
 }
@@ -420,6 +424,52 @@ pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
     let values = || vec![("dim1", Int(dim1)), ("dim2", Int(dim2)), ("offset", Int(offset)), sizes_of(t)];
     record_view_with_backward_op("DiagonalBackward0", "DiagonalBackwardBackward0", t, &out, values, Arc::new(move |z| one(diagonal_raw(z, offset, dim1, dim2))))?;
     Ok(out)
+}
+
+/// `x.unfold(dim, size, step)` (UnfoldBackward0): the gradient of a window element goes back to
+/// the input element it views, summed where windows overlap, as torch's `unfold_backward`: the
+/// windows' gradients, window dim moved next to `dim` and flattened into it, are `index_add`ed
+/// at their positions (i * step + j), in index order (deterministic), into zeros shaped like x.
+/// With `create_graph` that sum is recorded as those ops (torch records one
+/// UnfoldBackwardBackward0; docs/divergences.md).
+pub fn unfold(t: &Tensor, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    crate::autograd::precheck(&[Some(t)])?;
+    let out = unfold_raw(t, dim, size, step)?;
+    if let Some(mut rec) = crate::autograd::Recorder::new(&[Some(t)])? {
+        rec.values(vec![("dimension", Int(dim)), sizes_of(t), ("size", Int(size)), ("step", Int(step))]);
+        let (shape, dtype, device) = (t.shape().to_vec(), t.dtype(), t.device());
+        let d = wrap_dim(dim, t.ndim())?;
+        rec.finish("UnfoldBackward0", &[&out], Box::new(move |ctx| {
+            let g = ctx.grad();
+            if shape.is_empty() {
+                // a 0-d input: its one element is every window element (size 0 or 1)
+                return Ok(vec![Some(crate::ops::reduce::sum(g, None, false, None)?)]);
+            }
+            let zeros = crate::ops::for_autograd::zeros_raw(&shape, dtype, device)?;
+            let windows = g.shape()[d];
+            // (.., windows, .., size) -> (.., windows * size, ..): window i's element j at i * size + j
+            let moved = crate::ops::views::movedim_one(g, -1, d as i64 + 1)?;
+            let mut flat: Vec<i64> = moved.shape().iter().map(|&n| n as i64).collect();
+            flat[d] *= size;
+            flat.remove(d + 1);
+            let src = reshape(&moved, &flat)?;
+            let at: Vec<i64> = (0..windows as i64).flat_map(|i| (0..size).map(move |j| i * step + j)).collect();
+            let n = at.len();
+            let index = crate::ops::copy::to_device_raw(&Tensor::from_vec(at, &[n])?, device)?;
+            let one = crate::dtype::Scalar::Int(1);
+            Ok(vec![Some(crate::ops::gather::index_add(&zeros, d as i64, &index, &src, one, false)?)])
+        }))?;
+    }
+    Ok(out)
+}
+
+/// `t` with dim `from` moved to position `to`, the others in order (a permute).
+pub fn movedim_one(t: &Tensor, from: i64, to: i64) -> Result<Tensor> {
+    let n = t.ndim();
+    let (f, to) = (wrap_dim(from, n)?, wrap_dim(to, n)?);
+    let mut order: Vec<i64> = (0..n as i64).filter(|&i| i != f as i64).collect();
+    order.insert(to, f as i64);
+    permute(t, &order)
 }
 
 /// AsStridedBackward0: geometry is in terms of the input's memory, so the gradient is
