@@ -449,3 +449,17 @@ def test_label_smoothing_and_a_classifier_trains_on_cuda():
         assert abs(loss.item() - loss_t.item()) < 1e-5
     assert model.weight.device.type == "cuda" and model.weight.grad.device.type == "cuda"
     same(model.weight, ref.weight.detach(), exact=False)
+
+
+@pytest.mark.parametrize("shape,dim,size,step", [((7,), 0, 3, 1), ((4, 9), 1, 3, 2), ((2, 6, 3), 1, 4, 1)])
+def test_unfold_windows_and_their_summed_gradient(shape, dim, size, step):
+    x = _rand(shape)
+    m = on(x).requires_grad_()
+    t = x.clone().requires_grad_()
+    ym, yt = m.unfold(dim, size, step), t.unfold(dim, size, step)
+    assert ym.stride() == yt.stride()
+    same(ym.detach(), yt.detach())
+    w = _rand(tuple(yt.shape), seed=3)
+    (ym * on(w)).sum().backward()
+    (yt * w).sum().backward()
+    same(m.grad, t.grad, exact=False)
