@@ -37,6 +37,7 @@ split split_with_sizes sqrt sqrt_ square square_ squeeze squeeze_ std storage_of
 sub_ subtract subtract_ sum swapaxes swapaxes_ t t_ tanh tanh_ to tolist transpose transpose_
 true_divide true_divide_ trunc trunc_ type_as unbind unfold uniform_ unsqueeze unsqueeze_
 untyped_storage_nbytes var view view_as where zero_
+dsplit hsplit movedim moveaxis swapdims tensor_split unflatten vsplit
 """.split()
 
 MODULE_NAMES = """
@@ -57,6 +58,7 @@ scatter_add select serialization set_grad_enabled set_printoptions sigmoid sigmo
 sin_ softmax split split_with_sizes sqrt sqrt_ square square_ squeeze stack std sub subtract sum
 swapaxes t tanh tanh_ tensor transpose true_divide trunc trunc_ unbind unsqueeze var where zero_
 zeros zeros_like
+dsplit hsplit movedim moveaxis swapdims tensor_split unflatten vsplit
 """.split()
 
 

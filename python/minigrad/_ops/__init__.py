@@ -10,6 +10,7 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     scans.py        cumsum, cumprod (and _ variants), logcumsumexp
     sorting.py      sort, argsort, msort, topk, kthvalue, median
     shaping.py      flip, roll, tril/triu (and _ variants), repeat, tile
+    view_composites.py  movedim/moveaxis, swapdims, unflatten, tensor_split, h/v/dsplit
     fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
     einsum.py       einsum
     _args.py        argument checks in torch's words (used by the five above)
@@ -19,5 +20,5 @@ Importing this package registers everything; the package root exports FUNCTIONS 
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
-from . import einsum, fused, scans, shaping, sorting  # noqa: F401  (likewise)
+from . import einsum, fused, scans, shaping, sorting, view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

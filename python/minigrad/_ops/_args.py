@@ -26,6 +26,15 @@ def is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 
+_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+                 "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double"}
+
+
+def scalar_name(dtype):
+    """torch's ScalarType spelling of a dtype in messages ("Float", "Long", ...)."""
+    return _SCALAR_NAMES[str(dtype).split(".")[-1]]
+
+
 def required(op, name, value):
     if value is MISSING:
         raise TypeError(f'{op}() missing 1 required positional arguments: "{name}"')

@@ -16,6 +16,7 @@ import warnings
 
 from .. import _C
 from .._tensor import Tensor
+from ._args import scalar_name
 from .registry import _forward as _generic_forward
 from .registry import add_function, method
 
@@ -487,7 +488,7 @@ def _matrix_norm(self, ord, dims, keepdim, dtype):
     if self.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if not self.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_scalar_name(self.dtype)}")
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {scalar_name(self.dtype)}")
     if len(dims) != 2:
         raise RuntimeError(f"{name}: dim must be a 2-tuple. Got " + " ".join(str(d) for d in dims))
     n = self.dim()
@@ -500,7 +501,4 @@ def _matrix_norm(self, ord, dims, keepdim, dtype):
         raise RuntimeError(f"{name}: dims must be different. Got ({wrapped[0]}, {wrapped[1]})")
     raise NotImplementedError("minigrad does not implement the nuclear norm (norm(p='nuc')); it needs an SVD")
 
-
-def _scalar_name(dtype):
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool"}[str(dtype).split(".")[-1]]
 

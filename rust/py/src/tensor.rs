@@ -296,6 +296,16 @@ impl TensorBase {
         wrap_view(slf.py(), t, slf)
     }
 
+    /// torch's `slice(dim, start, end, step)` (SliceBackward0 keeping start/end as given, clamped
+    /// only in the layout), for composites built from slices (`tensor_split`).
+    fn _slice(slf: &Bound<'_, Self>, dim: i64, start: i64, end: i64, step: i64) -> PyResult<Py<PyAny>> {
+        let t = with_t(slf, 0, |x| {
+            let d = minigrad_core::shape::wrap_dim(dim, x.ndim())?;
+            views::slice(x, d, start, end, step)
+        })?;
+        wrap_view(slf.py(), t, slf)
+    }
+
     fn unfold(slf: &Bound<'_, Self>, dimension: &Bound<'_, PyAny>, size: &Bound<'_, PyAny>, step: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let dim = int_arg(dimension, "unfold", "dimension", 1)?;
         let (size, step) = (int_arg(size, "unfold", "size", 2)?, int_arg(step, "unfold", "step", 3)?);
