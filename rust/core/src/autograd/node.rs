@@ -282,7 +282,7 @@ impl SavedValue {
     pub fn text(&self) -> String {
         match self {
             SavedValue::Int(v) => v.to_string(),
-            SavedValue::Ints(vs) => crate::ops::reduce::py_ints(vs),
+            SavedValue::Ints(vs) => crate::ops::for_autograd::py_ints(vs),
             SavedValue::Text(t) => t.clone(),
         }
     }

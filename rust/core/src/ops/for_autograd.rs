@@ -14,6 +14,7 @@ pub use super::copy::{clone, clone_raw, contiguous_raw, copy_, copy_kernel, empt
 pub use super::formulas::sum_to;
 pub use super::iter_layout::is_non_overlapping_and_dense;
 pub use super::reduce::has_nan;
+pub(crate) use super::reduce::py_ints;
 pub use super::views::as_strided;
 pub use super::write::write;
 
