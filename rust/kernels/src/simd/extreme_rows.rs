@@ -72,10 +72,13 @@ impl<const MAX: bool> WithSimd for Rows<'_, MAX> {
                 // the same rows into a column twice changes nothing (x never beats itself), where
                 // a scalar scan of a few columns would be a chain of dependent compares.
                 c = w - lanes;
+                // SAFETY: columns w - lanes..w of rows t..t + g are inside the input (w <= the
+                // row's readable length, the caller's contract), and accs[c..] holds `lanes`.
                 unsafe { strip::<S, 1, MAX>(s, &mut accs[c..], p.add(c), stride, g) };
                 c = w;
             }
-            // SAFETY: as above, for the last columns of a block narrower than a vector.
+            // SAFETY: as above, for the columns left (none, or all of a block narrower than a
+            // vector).
             unsafe { scan::<MAX>(&mut accs[c..], p.add(c), stride, g) };
             t += g;
         }
