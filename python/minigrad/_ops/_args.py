@@ -35,6 +35,14 @@ def scalar_name(dtype):
     return _SCALAR_NAMES[str(dtype).split(".")[-1]]
 
 
+def wrap_dim(dim, ndim):
+    """torch's maybe_wrap_dim: a negative dim counts from the end (a 0-d tensor takes -1 and 0)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
 def required(op, name, value):
     if value is MISSING:
         raise TypeError(f'{op}() missing 1 required positional arguments: "{name}"')

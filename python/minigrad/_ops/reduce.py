@@ -16,7 +16,7 @@ import warnings
 
 from .. import _C
 from .._tensor import Tensor
-from ._args import scalar_name
+from ._args import scalar_name, wrap_dim
 from .registry import _forward as _generic_forward
 from .registry import add_function, method
 
@@ -491,12 +491,7 @@ def _matrix_norm(self, ord, dims, keepdim, dtype):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {scalar_name(self.dtype)}")
     if len(dims) != 2:
         raise RuntimeError(f"{name}: dim must be a 2-tuple. Got " + " ".join(str(d) for d in dims))
-    n = self.dim()
-    wrapped = []
-    for d in dims:
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-        wrapped.append(d % n)
+    wrapped = [wrap_dim(d, self.dim()) for d in dims]
     if wrapped[0] == wrapped[1]:
         raise RuntimeError(f"{name}: dims must be different. Got ({wrapped[0]}, {wrapped[1]})")
     raise NotImplementedError("minigrad does not implement the nuclear norm (norm(p='nuc')); it needs an SVD")

@@ -5,16 +5,8 @@ piece). Argument checks and errors are torch's (ATen's TensorShape.cpp), in its 
 """
 
 from .. import _C
-from ._args import int_arg, ints_arg, is_int, scalar_name, type_name
+from ._args import int_arg, ints_arg, is_int, scalar_name, type_name, wrap_dim
 from .registry import add_function, method
-
-
-def _wrap(dim, ndim):
-    """torch's maybe_wrap_dim (a 0-d tensor takes -1 and 0)."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim + n if dim < 0 else dim
 
 
 def _fit(*values):
@@ -59,7 +51,7 @@ def movedim(self, source, destination):
             f"number of dims as destination ({_listed(dst)} dims)"
         )
     n = self.dim()
-    wrapped_src, wrapped_dst = [_wrap(d, n) for d in src], [_wrap(d, n) for d in dst]
+    wrapped_src, wrapped_dst = [wrap_dim(d, n) for d in src], [wrap_dim(d, n) for d in dst]
     if n == 0:
         return self.permute(())
     for name, given, wrapped in (("source", src, wrapped_src), ("destination", dst, wrapped_dst)):
@@ -86,7 +78,7 @@ def unflatten(self, dim, sizes):
     dim = int_arg(op, "dim", 1, dim)
     sizes = ints_arg(op, "sizes", 2, sizes, single=False)  # parsed before the dim is checked, as torch
     dim, sizes = _fit(dim, sizes)
-    d = _wrap(dim, self.dim())
+    d = wrap_dim(dim, self.dim())
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
     size = self.shape[d] if self.dim() else 1
@@ -130,7 +122,7 @@ def tensor_split(self, indices_or_sections, dim=0):
             )
         spec = int(spec.item()) if spec.dim() == 0 else [int(v) for v in spec.tolist()]
     dim, spec = _fit(dim, int(spec) if is_int(spec) else spec)
-    d = _wrap(dim, self.dim())
+    d = wrap_dim(dim, self.dim())
     length = self.shape[d]
     if is_int(spec):
         n = int(spec)

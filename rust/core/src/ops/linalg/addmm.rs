@@ -1,7 +1,7 @@
 //! `addmm`: `beta·self + alpha·(mat1 @ mat2)` and AddmmBackward0.
 
 use crate::ops::formulas as fm;
-use crate::autograd::Recorder;
+use crate::autograd::{Recorder, SavedValue};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
 use crate::ops::binary::{binary_raw, BinaryOp};
@@ -141,28 +141,28 @@ pub fn addmm_(this: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: Scalar, alpha: 
     }))
 }
 
-/// A scalar as Python prints it (`1`, `0.5`, `True`).
 /// What torch's AddmmBackward0 keeps of the two matrices: each one for the other's gradient
 /// (None when that gradient is not needed), both shapes, and the strides of those whose own
 /// gradient is needed (`()` otherwise).
+/// Typed values (no text per call: every recorded Linear forward comes through here).
 fn save_operands(rec: &mut Recorder, mat1: &Tensor, mat2: &Tensor) -> Result<()> {
-    use crate::ops::reduce::py_ints;
-    for (name, m, other_needs, own_needs) in [("mat1", mat1, rec.needs(2), rec.needs(1)), ("mat2", mat2, rec.needs(1), rec.needs(2))] {
+    let operands = [
+        ("mat1", "mat1_sym_sizes", "mat1_sym_strides", mat1, rec.needs(2), rec.needs(1)),
+        ("mat2", "mat2_sym_sizes", "mat2_sym_strides", mat2, rec.needs(1), rec.needs(2)),
+    ];
+    for (name, sizes, strides, m, other_needs, own_needs) in operands {
         if other_needs {
             rec.save(name, m)?;
         } else {
             rec.value(name, "None");
         }
-        let (sizes, strides) = match name {
-            "mat1" => ("mat1_sym_sizes", "mat1_sym_strides"),
-            _ => ("mat2_sym_sizes", "mat2_sym_strides"),
-        };
-        rec.value(sizes, py_ints(m.shape()));
-        rec.value(strides, if own_needs { py_ints(&m.layout.strides) } else { "()".to_string() });
+        let own_strides = if own_needs { m.layout.strides.iter().map(|&s| s as i64).collect() } else { Default::default() };
+        rec.values(vec![(sizes, SavedValue::sizes(m.shape())), (strides, SavedValue::Ints(own_strides))]);
     }
     Ok(())
 }
 
+/// A scalar as Python prints it (`1`, `0.5`, `True`).
 fn fmt_scalar(s: Scalar) -> String {
     match s {
         Scalar::Bool(b) => if b { "True".into() } else { "False".into() },
