@@ -316,6 +316,85 @@ def test_batch_norm_values_gradients_and_running_stats(training, affine, dtype):
     assert (mrm._version, mrv._version) == (trm._version, trv._version)
 
 
+# (shape, permutation applied to a contiguous tensor of the permuted shape or None, weight, bias,
+# running statistics): the fused kernels' layouts (s = 1, 3-d, 5-d, a strided input) and
+# optional arguments
+BN_CASES = [
+    ((7, 5), None, True, True, True),
+    ((3, 4, 9), None, True, False, False),
+    ((2, 3, 4, 5, 2), None, False, True, True),
+    ((5, 3, 4, 6), (0, 3, 1, 2), True, True, True),  # channels-last memory
+    ((2, 2, 1, 1), None, True, True, True),  # two elements per channel
+    ((300, 2, 3), None, True, True, True),  # a channel longer than a block's threads several times
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape,perm,has_w,has_b,running", BN_CASES)
+def test_batch_norm_fused_layouts_and_optional_arguments(shape, perm, has_w, has_b, running, training, dtype):
+    if not training and not running:
+        pytest.skip("evaluation needs running statistics (the error is tested on the CPU)")
+    c = shape[1]
+    x = _rand(shape, dtype, 50)
+    if perm is not None:  # the same values, non-contiguous
+        inv = [perm.index(i) for i in range(len(perm))]
+        x = x.permute(*perm).contiguous().permute(*inv)
+    w = _rand((c,), dtype, 51) if has_w else None
+    b = _rand((c,), dtype, 52) if has_b else None
+    rm, rv = (_rand((c,), dtype, 53), _rand((c,), dtype, 54).abs() + 0.5) if running else (None, None)
+    trm, trv = (rm.clone(), rv.clone()) if running else (None, None)
+    mrm, mrv = (on(rm.clone()), on(rv.clone())) if running else (None, None)
+    tx, mx = x.clone().requires_grad_(), on(x.contiguous()).requires_grad_()
+    if perm is not None:
+        mx = on(x.permute(*perm).contiguous()).permute(*inv).detach().requires_grad_()
+        assert not mx.is_contiguous()
+    tw, mw = (w.clone().requires_grad_(), leaf(w)) if has_w else (None, None)
+    tb, mb = (b.clone().requires_grad_(), leaf(b)) if has_b else (None, None)
+    rt = TF.batch_norm(tx, trm, trv, tw, tb, training=training, momentum=0.2, eps=1e-3)
+    rm_out = F.batch_norm(mx, mrm, mrv, mw, mb, training=training, momentum=0.2, eps=1e-3)
+    close(rm_out, rt.detach())
+    g = _rand(shape, dtype, 55)
+    rt.backward(g)
+    rm_out.backward(on(g))
+    close(mx.grad, tx.grad)
+    for m, t in ((mw, tw), (mb, tb)):
+        if t is not None:
+            close(m.grad, t.grad)
+    if running:
+        torch.testing.assert_close(back(mrm), trm, equal_nan=True, rtol=2e-5 if dtype == torch.float32 else 1e-12, atol=1e-12)
+        torch.testing.assert_close(back(mrv), trv, equal_nan=True, rtol=2e-5 if dtype == torch.float32 else 1e-12, atol=1e-12)
+        assert (mrm._version, mrv._version) == (trm._version, trv._version)
+
+
+def test_batch_norm_fused_launches_and_double_backward(cuda_device):
+    """Training forward: two launches (statistics with the running update, then the output), the
+    first-order backward two more; a graph of the backward takes the composite formula, whose
+    second derivatives match torch's."""
+    x, w, b = _rand((4, 3, 5), seed=60), _rand((3,), seed=61), _rand((3,), seed=62)
+    mx, mw, mb = leaf(x), leaf(w), leaf(b)
+    mrm, mrv = on(torch.zeros(3, dtype=torch.float64)), on(torch.ones(3, dtype=torch.float64))
+    if cuda_device is not None:  # the emulated driver counts launches
+        before = cuda_device.launches
+        out = F.batch_norm(mx, mrm, mrv, mw, mb, training=True)
+        assert cuda_device.launches - before == 2
+        g = on(_rand((4, 3, 5), seed=63))
+        before = cuda_device.launches
+        mg.autograd.grad(out, (mx, mw, mb), g)
+        assert cuda_device.launches - before == 2
+    tx, tw, tb = (t.clone().requires_grad_() for t in (x, w, b))
+    g = _rand((4, 3, 5), seed=63)
+    ref = torch.autograd.grad(TF.batch_norm(tx, None, None, tw, tb, training=True), (tx, tw, tb), g, create_graph=True)
+    got = mg.autograd.grad(F.batch_norm(mx, None, None, mw, mb, training=True), (mx, mw, mb), on(g), create_graph=True)
+    for m, t in zip(got, ref):
+        close(m.detach(), t.detach())
+    h = _rand((4, 3, 5), seed=64)
+    ref2 = torch.autograd.grad((ref[0] * h).sum(), (tx, tw))
+    got2 = mg.autograd.grad((got[0] * on(h)).sum(), (mx, mw))
+    for m, t in zip(got2, ref2):
+        close(m, t)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_values_and_gradients(affine, dtype):

@@ -102,6 +102,14 @@ pub trait Backend: Send + Sync {
         Ok(false)
     }
 
+    /// `g * op'(s)` by the device's own one-pass kernel for `op`, with the composite formula's
+    /// arithmetic operation for operation (same shape and float dtype for `g` and `s`): a fresh
+    /// tensor made by `out` (the op layer's layout), or None when the device has no such kernel
+    /// (then `out` is not called and the caller runs the composite formula).
+    fn unary_backward(&self, _op: UnaryOp, _g: &Tensor, _s: &Tensor, _out: &dyn Fn() -> Result<Tensor>) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
+
     /// `dst += src` (same float dtype, `src` broadcast): gradient accumulation. Overlapping
     /// elements of `dst` each receive every contribution.
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()>;

@@ -161,6 +161,13 @@ impl Backend for Widen {
         self.0.fused_unary_backward(op, dst, g, s)
     }
 
+    fn unary_backward(&self, op: UnaryOp, g: &Tensor, s: &Tensor, out: &dyn Fn() -> Result<Tensor>) -> Result<Option<Tensor>> {
+        if any_narrow(&[g, s]) {
+            return Ok(None); // the composite formula widens each step itself
+        }
+        self.0.unary_backward(op, g, s, out)
+    }
+
     fn add_into(&self, dst: &Tensor, src: &Tensor) -> Result<()> {
         if !any_narrow(&[dst, src]) {
             return self.0.add_into(dst, src);

@@ -319,7 +319,17 @@ const PAD: CudaSource = CudaSource {
     families: &[Family { kernels: &["mg_pad2d<{T}>", "mg_pad2d_backward<{T}>"], types: F, ops: &[""] }],
 };
 
-/// Every kernel source, in a fixed order.
+const NORM: CudaSource = CudaSource {
+    name: "norm",
+    path: "rust/core/src/ops/norm.cu",
+    source: include_str!("norm.cu"),
+    families: &[Family {
+        kernels: &["mg_bn_stats<{T}>", "mg_bn_apply<{T}>", "mg_bn_backward_stats<{T}>", "mg_bn_backward_apply<{T}>"],
+        types: F,
+        ops: &[""],
+    }],
+};
+
 const RANDOM: CudaSource = CudaSource {
     name: "random",
     path: "rust/core/src/ops/random.cu",
@@ -398,7 +408,8 @@ const COMPACT: CudaSource = CudaSource {
 pub const COMPACT_THREADS: u32 = 256;
 pub const COMPACT_CHUNK: usize = 4096;
 
-pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, RANDOM, OPTIM, SORT, SCAN, COMPACT];
+/// Every kernel source, in a fixed order.
+pub const SOURCES: &[CudaSource] = &[UNARY, BINARY, COPY, REDUCE, SOFTMAX, GATHER, INDEX, CONV, POOL, PAD, NORM, RANDOM, OPTIM, SORT, SCAN, COMPACT];
 
 #[cfg(test)]
 mod tests {

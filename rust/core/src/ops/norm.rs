@@ -228,6 +228,13 @@ pub fn batch_norm(
         let x = ctx.saved(0);
         let w = has_w.then(|| ctx.saved(1).clone());
         let rest = 1 + has_w as usize;
+        if (training || !has_rm) && !crate::autograd::mode::is_grad_enabled() {
+            // first order: one fused kernel where the device has it
+            let operands: Vec<&Tensor> = [Some(g), Some(x), w.as_ref()].into_iter().flatten().collect();
+            if let Some((gi, gwt, gb)) = crate::device::backend_for(&operands)?.batch_norm_backward(g, x, w.as_ref(), eps)? {
+                return Ok(vec![ctx.needs(0).then_some(gi), ctx.needs(1).then_some(gwt), ctx.needs(2).then_some(gb)]);
+            }
+        }
         let w_b = w.as_ref().map(|w| per_channel(w, ndim)).transpose()?;
         let gw = match &w_b {
             Some(w) => fm::mul(g, w)?,
@@ -235,13 +242,6 @@ pub fn batch_norm(
         };
         // Evaluation uses the running statistics, which are constants of the graph.
         let (xhat, grad_input) = if training || !has_rm {
-            if !crate::autograd::mode::is_grad_enabled() {
-                // first order: one fused kernel where the device has it
-                let operands: Vec<&Tensor> = [Some(g), Some(x), w.as_ref()].into_iter().flatten().collect();
-                if let Some((gi, gwt, gb)) = crate::device::backend_for(&operands)?.batch_norm_backward(g, x, w.as_ref(), eps)? {
-                    return Ok(vec![ctx.needs(0).then_some(gi), ctx.needs(1).then_some(gwt), ctx.needs(2).then_some(gb)]);
-                }
-            }
             let (xhat, _) = normalize(x, &dims, eps)?;
             let gi = if ctx.needs(0) { Some(normalized_input_grad(&gw, x, &dims, eps)?) } else { None };
             (xhat, gi)

@@ -415,10 +415,10 @@ impl UnaryOp {
         use crate::ops::formulas::*;
         use crate::ops::binary::BinaryOp::Le;
         use UnaryOp::*;
-        let s = || s.expect("saved by the forward");
-        if let Some(out) = self.math().map(|m| fused_backward(m, g, s())).transpose()?.flatten() {
+        if let Some(out) = fused_backward(self, g, s)? {
             return Ok(out);
         }
+        let s = || s.expect("saved by the forward");
         match self {
             Neg => neg(g),
             Sign | Floor | Ceil | Round | Trunc => Ok(zeros_like(g)?),
@@ -472,14 +472,21 @@ impl UnaryOp {
 
 /// `g * op'(s)` in one kernel pass, when no graph of the backward is being recorded (with
 /// `create_graph=True` the composite formula below runs, so it can be differentiated again).
-fn fused_backward(op: MathOp, g: &Tensor, s: &Tensor) -> Result<Option<Tensor>> {
+fn fused_backward(op: UnaryOp, g: &Tensor, s: Option<&Tensor>) -> Result<Option<Tensor>> {
+    let Some(s) = s else { return Ok(None) };
     let plain = g.dtype() == s.dtype() && g.dtype().is_floating() && g.shape() == s.shape();
     if !plain || crate::autograd::should_record(&[Some(g), Some(s)]) {
         return Ok(None);
     }
-    let out = empty_with_layout(&iterator_layout(g.shape(), &[&g.layout, &s.layout]), g.dtype(), g.device())?;
-    let fused = backend_for(&[&out, g, s])?.fused_unary_backward(op, &out, g, s)?;
-    Ok(fused.then_some(out))
+    let out = || empty_with_layout(&iterator_layout(g.shape(), &[&g.layout, &s.layout]), g.dtype(), g.device());
+    let backend = backend_for(&[g, s])?;
+    if let Some(m) = op.math() {
+        let dst = out()?;
+        if backend.fused_unary_backward(m, &dst, g, s)? {
+            return Ok(Some(dst));
+        }
+    }
+    backend.unary_backward(op, g, s, &out)
 }
 
 /// The CPU backend's `fused_unary_backward`.

@@ -175,6 +175,25 @@ impl Backend for Cuda {
         })
     }
 
+    fn unary_backward(&self, op: UnaryOp, g: &Tensor, s: &Tensor, out: &dyn Fn() -> Result<Tensor>) -> Result<Option<Tensor>> {
+        use UnaryOp::*;
+        // the functors of unary.cu whose arithmetic is the composite formula's, operation for
+        // operation (relu: threshold_backward's `s <= 0 ? 0 : g`)
+        if !matches!(op, Relu | Sigmoid | Tanh | Sqrt | Reciprocal | Expm1 | Log1p | Sin | Cos) {
+            return Ok(None);
+        }
+        let (t, name) = (ty(g.dtype()), format!("{op:?}Backward"));
+        let strided = format!("mg_unary_backward<{t}, mg::{name}>");
+        if !exists(&strided) {
+            return Ok(None);
+        }
+        let dst = out()?;
+        self.elementwise(&strided, &format!("mg_unary_backward_contig<{t}, mg::{name}>"), dst.shape(), vec![own(&dst), own(g), own(s)], |p| {
+            p.f64(0.0);
+        })?;
+        Ok(Some(dst))
+    }
+
     fn float_map(&self, map: FloatMap, dst: &Tensor, src: &Tensor, in_place: bool) -> Result<()> {
         let t = ty(dst.dtype());
         let name = match map {
@@ -409,6 +428,10 @@ impl Backend for Cuda {
         eps: f64,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         self.batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    }
+
+    fn batch_norm_backward(&self, g: &Tensor, x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+        self.batch_norm_backward_impl(g, x, weight, eps)
     }
 
     fn layer_norm(&self, x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
