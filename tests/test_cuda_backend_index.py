@@ -13,7 +13,7 @@ import torch
 
 import minigrad as mg
 import minigrad.nn.functional as F
-from cuda_host.backend import ALL, back, cuda_device, on, same, to_mg  # noqa: F401  (cuda_device: autouse fixture)
+from cuda_host.backend import ALL, REAL_GPU, back, cuda_device, on, same, spying_on_copies, to_mg  # noqa: F401  (cuda_device: autouse fixture)
 
 
 def _rand(shape, dtype=torch.float32, seed=0):
@@ -422,6 +422,25 @@ def test_class_index_losses(reduction, weighted, spatial):
         same(xm.grad, x.grad, exact=False)
     _raises_like(lambda: torch.nn.functional.cross_entropy(x, torch.full_like(t, 3)),
                  lambda: F.cross_entropy(xm, on(torch.full_like(t, 3))))
+
+
+@pytest.mark.skipif(REAL_GPU, reason="counts the emulated driver's copies")
+@pytest.mark.parametrize("weighted", [False, True])
+def test_class_index_loss_backward_reads_nothing_back(cuda_device, weighted):
+    """The forward reads the targets once (torch's bounds error at the call) and the picked
+    log-probabilities; the backward reuses what the forward read: no device-to-host copy, so on
+    a GPU it never waits for the device."""
+    x = on(_rand((6, 4), torch.float32)).requires_grad_()
+    t = on(torch.tensor([0, 3, 1, -100, 2, 0]))
+    w = on(torch.tensor([0.5, 2.0, 1.0, 1.5])) if weighted else None
+    loss = F.cross_entropy(x, t, weight=w)
+    with spying_on_copies(cuda_device) as copies:
+        loss.backward()
+    assert [k for k, _ in copies if k == "d2h"] == []
+    xt = torch.from_numpy(back(x.detach()).numpy()).requires_grad_()
+    torch.nn.functional.cross_entropy(xt, torch.tensor([0, 3, 1, -100, 2, 0]),
+                                      weight=torch.tensor([0.5, 2.0, 1.0, 1.5]) if weighted else None).backward()
+    same(x.grad, xt.grad, exact=False)
 
 
 def test_label_smoothing_and_a_classifier_trains_on_cuda():

@@ -46,6 +46,22 @@ pub fn gather_raw(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `gather` along `d` with an int64 `idx` the caller built in bounds and shaped as gather
+/// requires (the loss kernels' class indices): no host read of the index, so on a GPU no wait
+/// for the device.
+pub(crate) fn gather_in_bounds(x: &Tensor, d: usize, idx: &Tensor) -> Result<Tensor> {
+    let out = Tensor::empty_on(idx.shape(), x.dtype(), x.device())?;
+    run_gather(&out, x, d, idx, false)?;
+    Ok(out)
+}
+
+/// `dst.scatter_(d, idx, src)` for a fresh `dst` (no version bump, no overlap) and an int64
+/// `idx` the caller built in bounds, with `src` shaped as `idx`: `gather_in_bounds`'s inverse.
+pub(crate) fn scatter_in_bounds(dst: &Tensor, d: usize, idx: &Tensor, src: &Tensor) -> Result<()> {
+    let (shape, ix_strides) = ne_layout(idx);
+    run_scatter(dst, d, &shape, idx, &ix_strides, src, &ne_layout(src).1, None, None)
+}
+
 /// What scatter writes: a tensor's elements or one number.
 #[derive(Debug, Clone)]
 pub enum Source {

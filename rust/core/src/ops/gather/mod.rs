@@ -27,6 +27,7 @@ mod gather_scatter;
 mod index_select;
 
 pub use gather_scatter::{gather, gather_raw, scatter, scatter_add, scatter_add_raw, scatter_raw, Reduce, Source};
+pub(crate) use gather_scatter::{gather_in_bounds, scatter_in_bounds};
 pub use index_select::{index_add, index_add_raw, index_select, index_select_raw};
 
 fn is_index_dtype(t: &Tensor) -> bool {

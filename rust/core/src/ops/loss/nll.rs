@@ -6,7 +6,7 @@ use crate::autograd::Recorder;
 use crate::dtype::DType;
 use crate::error::{fmt_shape, Error, Result};
 use crate::ops::copy::to_device_raw;
-use crate::ops::gather::{gather_raw, scatter_raw, Source};
+use crate::ops::gather::{gather_in_bounds, scatter_in_bounds};
 use crate::ops::norm::{f64s, from_f64s};
 use crate::ops::views;
 use crate::tensor::Tensor;
@@ -35,11 +35,23 @@ fn class_index(ts: &[i64], ignore_index: i64, sh: &NllShape, device: crate::devi
     to_device_raw(&Tensor::from_vec(safe, &[sh.n, 1, sh.s])?, device)
 }
 
-/// The kernel: per-element losses `-w[t] * x[t]` (0 where ignored) and the total weight. The
-/// targets are read on the host (to check them, as torch's CPU kernel does); the picked inputs
-/// are gathered on the input's device and only they come to the host, where the loss is summed
-/// in f64 in a fixed order.
-fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape) -> Result<(Vec<f64>, f64)> {
+/// What the forward read on the host and the backward reuses (the targets and weights cannot
+/// change in between: autograd's version check guards the saved tensors), so that the backward
+/// reads nothing back from a GPU.
+struct NllHost {
+    targets: Vec<i64>,
+    weights: Option<Vec<f64>>,
+    /// the total weight as the saved `total_weight` holds it (rounded to the input's dtype)
+    total_weight: f64,
+    /// `class_index` of the targets on the input's device (None when nothing was gathered)
+    index: Option<Tensor>,
+}
+
+/// The kernel: per-element losses `-w[t] * x[t]` (0 where ignored), the total weight and the
+/// host values. The targets are read on the host (to check them, as torch's CPU kernel does);
+/// the picked inputs are gathered on the input's device and only they come to the host, where
+/// the loss is summed in f64 in a fixed order.
+fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape) -> Result<(Vec<f64>, f64, NllHost)> {
     check_target_dtype(target)?;
     if let Some(w) = weight {
         if w.dtype() != x.dtype() {
@@ -50,11 +62,12 @@ fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index
     if let Some(&cls) = ts.iter().find(|&&c| c != ignore_index && (c < 0 || c as usize >= sh.c)) {
         return Err(Error::Index(format!("Target {} is out of bounds.", cls)));
     }
-    let picked = if ts.is_empty() || sh.c == 0 {
-        vec![0.0; ts.len()] // (every target ignored when there is no class)
+    let (picked, index) = if ts.is_empty() || sh.c == 0 {
+        (vec![0.0; ts.len()], None) // (every target ignored when there is no class)
     } else {
         let xv = views::reshape_raw(x, &[sh.n as i64, sh.c as i64, sh.s as i64])?;
-        f64s(&gather_raw(&xv, 1, &class_index(&ts, ignore_index, sh, x.device())?)?)?
+        let index = class_index(&ts, ignore_index, sh, x.device())?;
+        (f64s(&gather_in_bounds(&xv, 1, &index)?)?, Some(index))
     };
     let ws = weight.map(f64s).transpose()?;
     let mut losses = Vec::with_capacity(sh.n * sh.s);
@@ -68,29 +81,27 @@ fn nll_values(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, ignore_index
         total += w;
         losses.push(-w * v);
     }
-    Ok((losses, total))
+    Ok((losses, total, NllHost { targets: ts, weights: ws, total_weight: f64::NAN, index }))
 }
 
 /// The coefficient tensor of the input gradient, `(n, c, s)` on `device`: `-w[t] / scale` at
 /// each target position (scattered on the device), 0 elsewhere.
-fn nll_coefficients(target: &Tensor, weight: Option<&Tensor>, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType, device: crate::device::Device) -> Result<Tensor> {
-    let ts = target.to_vec::<i64>()?;
-    let ws = weight.map(f64s).transpose()?;
+fn nll_coefficients(host: &NllHost, ignore_index: i64, sh: &NllShape, scale: f64, dtype: DType, device: crate::device::Device) -> Result<Tensor> {
+    let (ts, ws) = (&host.targets, &host.weights);
+    let Some(index) = &host.index else { return Tensor::zeros_on(&[sh.n, sh.c, sh.s], dtype, device) };
     let coef: Vec<f64> = ts
         .iter()
         .map(|&cls| if cls == ignore_index { 0.0 } else { -ws.as_ref().map_or(1.0, |w| w[cls as usize]) / scale })
         .collect();
     let out = Tensor::zeros_on(&[sh.n, sh.c, sh.s], dtype, device)?;
-    if ts.is_empty() || sh.c == 0 {
-        return Ok(out);
-    }
     let coef = to_device_raw(&from_f64s(coef, &[sh.n, 1, sh.s], dtype)?, device)?;
-    scatter_raw(&out, 1, &class_index(&ts, ignore_index, sh, device)?, &Source::Tensor(coef), None, true)
+    scatter_in_bounds(&out, 1, index, &coef)?;
+    Ok(out)
 }
 
 /// Runs the kernel and records `name` (NllLossBackward0 / NllLoss2DBackward0).
 fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&Tensor>, r: Reduction, ignore_index: i64, sh: NllShape) -> Result<Tensor> {
-    let (losses, total) = nll_values(x, target, weight, ignore_index, &sh)?;
+    let (losses, total, mut host) = nll_values(x, target, weight, ignore_index, &sh)?;
     let out = match r {
         Reduction::None => from_f64s(losses, &sh.out_shape, x.dtype())?,
         Reduction::Sum => from_f64s(vec![losses.iter().sum()], &[], x.dtype())?,
@@ -98,7 +109,9 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
     };
     let out = to_device_raw(&out, x.device())?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
-    let total_weight = to_device_raw(&from_f64s(vec![total], &[], x.dtype())?, x.device())?;
+    let total_host = from_f64s(vec![total], &[], x.dtype())?;
+    host.total_weight = total_host.item()?.to_f64();
+    let total_weight = to_device_raw(&total_host, x.device())?;
     rec.value("ignore_index", ignore_index);
     rec.value("reduction", r as i64);
     rec.save("self", x)?;
@@ -110,9 +123,9 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
     }
     let (has_w, two_d) = (weight.is_some(), name == "NllLoss2DBackward0");
     rec.finish(name, &[&out], Box::new(move |ctx| {
-        let (x, target, total_weight) = (ctx.saved(0), ctx.saved(1), ctx.saved(2));
-        let call = NllCall { weight: has_w.then(|| ctx.saved(3)), r, ignore_index, sh: &sh, two_d };
-        Ok(vec![Some(nll_loss_backward(ctx.grad(), x, target, total_weight, &call)?)])
+        let (x, target) = (ctx.saved(0), ctx.saved(1));
+        let call = NllCall { weight: has_w.then(|| ctx.saved(3)), r, ignore_index, sh: &sh, two_d, host: &host };
+        Ok(vec![Some(nll_loss_backward(ctx.grad(), x, target, &call)?)])
     }))?;
     Ok(out)
 }
@@ -125,6 +138,7 @@ struct NllCall<'a> {
     sh: &'a NllShape,
     /// nll_loss2d (an (N, C, H, W) input)
     two_d: bool,
+    host: &'a NllHost,
 }
 
 /// torch's `nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
@@ -132,10 +146,10 @@ struct NllCall<'a> {
 /// as one op of its own (`autograd::backward_op`), so a graph of the backward holds
 /// `NllLossBackwardBackward0`, whose derivatives are `nll_loss(grad, target, ...)` for
 /// grad_output and zeros for self (the gradient is linear in grad_output, constant in self).
-fn nll_loss_backward(g: &Tensor, x: &Tensor, target: &Tensor, total_weight: &Tensor, call: &NllCall) -> Result<Tensor> {
+fn nll_loss_backward(g: &Tensor, x: &Tensor, target: &Tensor, call: &NllCall) -> Result<Tensor> {
     let value = || {
-        let scale = if call.r == Reduction::Mean { total_weight.item()?.to_f64() } else { 1.0 };
-        let coef = nll_coefficients(target, call.weight, call.ignore_index, call.sh, scale, g.dtype(), g.device())?;
+        let scale = if call.r == Reduction::Mean { call.host.total_weight } else { 1.0 };
+        let coef = nll_coefficients(call.host, call.ignore_index, call.sh, scale, g.dtype(), g.device())?;
         let coef = views::view_raw(&coef, &x.shape().iter().map(|&d| d as i64).collect::<Vec<_>>())?;
         // A per-sample gradient (reduction none) broadcasts over the class dim.
         let g = if call.r == Reduction::None && x.ndim() > 1 { views::unsqueeze(g, 1)? } else { g.clone() };
