@@ -41,6 +41,20 @@ def test_listing_names_every_source_and_kernel_template(capsys):
     assert f"{len(_C._cuda_sources())} CUDA sources, {total} instances" in out
 
 
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`minigrad kernels | head -1`: the listing stops quietly when the pipe closes (status 141,
+    a shell's for a writer stopped by SIGPIPE), no BrokenPipeError traceback on stderr."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    proc = subprocess.Popen([sys.executable, "-m", "minigrad", "kernels", "--instances"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=REPO)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves after one line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert b"CUDA sources" in first, first
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_listing_instances(capsys):
     assert top_main(["kernels", "--instances", "--source", "softmax"]) == 0
     out = capsys.readouterr().out

@@ -30,6 +30,11 @@ def main(argv=None):
         return command(argv[1:])
     except SystemExit as e:  # argparse's errors and --help
         return e.code if isinstance(e.code, int) else 1
+    except BrokenPipeError:
+        # the reader left (`minigrad kernels | head`): stop quietly, as other command-line tools
+        # do, with stdout pointed at /dev/null so the interpreter's final flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, a shell's status for a writer killed by a closed pipe
 
 
 def _rerun_with_idle_blas_threads(argv):
