@@ -94,6 +94,16 @@ def ints_arg(op, name, position, value, *, single=True):
     raise wrong(op, name, position, "tuple of ints", value)
 
 
+def tensors_arg(op, tensors):
+    """torch's `Tensor[]` argument (position 1): a list or tuple of tensors, as a list."""
+    if isinstance(tensors, _C.TensorBase) or not isinstance(tensors, (list, tuple)):
+        raise wrong(op, "tensors", 1, "tuple of Tensors", tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type_name(t)}")
+    return list(tensors)
+
+
 def _int_tensor(value):
     return isinstance(value, _C.TensorBase) and value.numel() == 1 and not value.dtype.is_floating_point
 

@@ -20,6 +20,7 @@ import inspect
 import warnings
 
 from .. import _C
+from ._args import tensors_arg
 from .registry import add_function, function, method
 
 
@@ -280,19 +281,11 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 # ----- joining (module functions only) -----
 
-def _tensor_list(op, tensors):
-    if isinstance(tensors, _C.TensorBase) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not {_type_name(tensors)}")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, _C.TensorBase):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {_type_name(t)}")
-    return list(tensors)
-
 
 @function
 def cat(tensors, dim=0, *, axis=None):
     """Concatenates tensors along an existing dim (torch.cat)."""
-    tensors = _tensor_list("cat", tensors)
+    tensors = tensors_arg("cat", tensors)
     dim = axis if axis is not None else dim
     return _C.cat(tensors, _need_int("cat", "dim", dim))
 
@@ -300,7 +293,7 @@ def cat(tensors, dim=0, *, axis=None):
 @function
 def concat(tensors, dim=0, *, axis=None):
     """Alias of cat."""
-    tensors = _tensor_list("concat", tensors)
+    tensors = tensors_arg("concat", tensors)
     dim = axis if axis is not None else dim
     return _C.cat(tensors, _need_int("concat", "dim", dim))
 
@@ -308,13 +301,13 @@ def concat(tensors, dim=0, *, axis=None):
 @function
 def concatenate(tensors, axis=0):
     """Alias of cat, with NumPy's argument name."""
-    tensors = _tensor_list("concatenate", tensors)
+    tensors = tensors_arg("concatenate", tensors)
     return _C.cat(tensors, _need_int("concatenate", "axis", axis))
 
 
 @function
 def stack(tensors, dim=0, *, axis=None):
     """Joins equally shaped tensors along a new dim (torch.stack)."""
-    tensors = _tensor_list("stack", tensors)
+    tensors = tensors_arg("stack", tensors)
     dim = axis if axis is not None else dim
     return _C.stack(tensors, _need_int("stack", "dim", dim))

@@ -1,5 +1,6 @@
 """Views torch builds from other views, built the same way here so the graph shows torch's nodes:
-`movedim`/`moveaxis` (a permute: PermuteBackward0), `swapdims` (transpose), `unflatten` (a view:
+`movedim`/`moveaxis` (a permute: PermuteBackward0), `swapdims` (transpose; `swapdims_`:
+transpose_, TransposeBackward1), `unflatten` (a view:
 ViewBackward0), `tensor_split` and `hsplit`/`vsplit`/`dsplit` (slices: one SliceBackward0 per
 piece). Argument checks and errors are torch's (ATen's TensorShape.cpp), in its words.
 """
@@ -69,6 +70,12 @@ def movedim(self, source, destination):
 def swapdims(self, dim0, dim1):
     """`transpose(dim0, dim1)` under NumPy's other name."""
     return self.transpose(*_fit(int_arg("swapdims", "dim0", 1, dim0), int_arg("swapdims", "dim1", 2, dim1)))
+
+
+@method()
+def swapdims_(self, dim0, dim1):
+    """`transpose_(dim0, dim1)` under NumPy's other name (TransposeBackward1)."""
+    return self.transpose_(*_fit(int_arg("swapdims_", "dim0", 1, dim0), int_arg("swapdims_", "dim1", 2, dim1)))
 
 
 @method(function=True)

@@ -1,5 +1,6 @@
 """Views, and the other tensor methods the Rust core defines on `_C.TensorBase` (clone, detach,
-numel, ...): their module functions, the transpose properties T and mT, and `minigrad.is_tensor`.
+numel, ...): their module functions, the transpose properties T, mT, H and mH, `adjoint`,
+`ravel`, and `minigrad.is_tensor`.
 
 The methods themselves (view, reshape, permute, squeeze, t_, ...) are inherited from TensorBase
 (rust/py/src/tensor.rs -> rust/core/src/ops/views.rs); no data moves, only shape/strides/offset.
@@ -46,8 +47,52 @@ def mT(self):
     return self.transpose(-2, -1)
 
 
+def H(self):
+    """The conjugate transpose of a matrix; minigrad's tensors are real, so its transpose."""
+    n = self.dim()
+    if n == 0:
+        _warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+        return self
+    if n != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{hint}")
+    return self.transpose(-2, -1)
+
+
+def _adjoint(self, name, deprecated):
+    if self.dim() == 0:
+        _warn_once(f"{deprecated} is deprecated on 0-D tensors. Consider using x.conj().")
+        return self
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+    return self.transpose(-2, -1)  # conjugation is the identity on real tensors
+
+
+def mH(self):
+    return _adjoint(self, "mH", "Tensor.mH")
+
+
+def adjoint(self):
+    """The conjugate transpose of the last two dims (a view; minigrad's tensors are real)."""
+    return _adjoint(self, "adjoint()", "adjoint()")
+
+
 add_method("T", property(T))
 add_method("mT", property(mT))
+add_method("H", property(H))
+add_method("mH", property(mH))
+add_method("adjoint", adjoint)
+forward("adjoint")
+
+
+def ravel(self):
+    """The elements as one dim: a view when they are contiguous, else a contiguous copy (torch's
+    `contiguous().view(-1)`, so the graph shows CloneBackward0 then ViewBackward0)."""
+    return self.contiguous().view(-1)
+
+
+add_method("ravel", ravel)
+forward("ravel")
 
 _WARNED = set()
 
