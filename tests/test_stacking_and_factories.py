@@ -1,6 +1,7 @@
 """The composites torch builds from other ops, against torch: the stacking family (atleast_1d/2d/3d,
 hstack, vstack/row_stack, dstack, column_stack), outer/ger, fliplr/flipud, ravel, the conjugate
-transposes H/mH/adjoint, swapdims_, and the `new_*` factories: shapes, strides, view-ness, the
+transposes H/mH/adjoint, swapdims_, broadcast_to, take_along_dim, repeat_interleave, diff, and the
+`new_*` factories: shapes, strides, view-ness, the
 graph's nodes (two levels), gradients, dtypes, and torch's errors (type, and text)."""
 
 import re
@@ -71,6 +72,46 @@ CALLS = [
     ("adjoint 1-d", lambda L, t: t["v"].adjoint()),
     ("swapdims_", lambda L, t: (t["b"] * 1).swapdims_(0, 2)),
     ("swapdims_ bad dim", lambda L, t: (t["b"] * 1).swapdims_(0, 3)),
+    ("broadcast_to", lambda L, t: L.broadcast_to(t["v"], (2, 3))),
+    ("broadcast_to method -1", lambda L, t: t["m"].broadcast_to((2, -1, 4))),
+    ("broadcast_to bad", lambda L, t: t["v"].broadcast_to((2, 4))),
+    ("take_along_dim", lambda L, t: L.take_along_dim(t["m"], L.tensor([[0], [3], [1]]), 1)),
+    ("take_along_dim dim 0", lambda L, t: t["m"].take_along_dim(L.tensor([[2, 0, 1, 1]]), dim=0)),
+    ("take_along_dim broadcast", lambda L, t: L.take_along_dim(t["b"], L.tensor([[[1], [0], [2]]]), -1)),
+    ("take_along_dim flat", lambda L, t: L.take_along_dim(t["m"], L.tensor([0, 11, 5]))),
+    ("take_along_dim flat strided", lambda L, t: L.take_along_dim(t["m"].t(), L.tensor([0]))),
+    ("take_along_dim ndim", lambda L, t: L.take_along_dim(t["m"], L.tensor([0]), 1)),
+    ("take_along_dim dtype", lambda L, t: L.take_along_dim(t["m"], L.tensor([[0]], dtype=L.int32), 1)),
+    ("take_along_dim mismatch", lambda L, t: L.take_along_dim(t["m"], L.tensor([[0, 1]]), 0)),
+    ("take_along_dim dim range", lambda L, t: L.take_along_dim(t["m"], L.tensor([[0]]), 2)),
+    ("repeat_interleave", lambda L, t: t["m"].repeat_interleave(2)),
+    ("repeat_interleave dim", lambda L, t: t["m"].repeat_interleave(3, dim=1)),
+    ("repeat_interleave dim -2 output_size", lambda L, t: L.repeat_interleave(t["m"], 2, dim=-2, output_size=6)),
+    ("repeat_interleave 0-d", lambda L, t: t["s"].repeat_interleave(3)),
+    ("repeat_interleave zero", lambda L, t: t["v"].repeat_interleave(0)),
+    ("repeat_interleave counts", lambda L, t: t["m"].repeat_interleave(L.tensor([1, 0, 2]), dim=0)),
+    ("repeat_interleave one count", lambda L, t: t["m"].repeat_interleave(L.tensor([2]))),
+    ("repeat_interleave 0-d count", lambda L, t: t["m"].repeat_interleave(L.tensor(2), dim=1)),
+    ("repeat_interleave int32 counts", lambda L, t: t["v"].repeat_interleave(L.tensor([1, 2, 0], dtype=L.int32))),
+    ("repeat_interleave index", lambda L, t: L.repeat_interleave(L.tensor([1, 2, 3]))),
+    ("repeat_interleave negative", lambda L, t: t["v"].repeat_interleave(-1)),
+    ("repeat_interleave negative count", lambda L, t: t["v"].repeat_interleave(L.tensor([1, -2, 0]))),
+    ("repeat_interleave wrong count", lambda L, t: t["v"].repeat_interleave(L.tensor([1, 2]))),
+    ("repeat_interleave 2-d counts", lambda L, t: t["v"].repeat_interleave(L.tensor([[1, 2, 0]]))),
+    ("repeat_interleave float counts", lambda L, t: t["v"].repeat_interleave(L.tensor([1.0, 2.0, 0.0]))),
+    ("repeat_interleave output_size", lambda L, t: t["m"].repeat_interleave(2, dim=0, output_size=5)),
+    ("repeat_interleave dim range", lambda L, t: t["m"].repeat_interleave(2, dim=2)),
+    ("diff", lambda L, t: L.diff(t["m"])),
+    ("diff n=2 dim 0", lambda L, t: t["m"].diff(n=2, dim=0)),
+    ("diff n past size", lambda L, t: L.diff(t["v"], n=5)),
+    ("diff n=0", lambda L, t: L.diff(t["m"], n=0)),
+    ("diff prepend append", lambda L, t: L.diff(t["m"], prepend=t["m"][:, :1], append=t["m2"][:1].t()[:3].t().expand(3, 3))),
+    ("diff bool", lambda L, t: L.diff(L.tensor([True, False, False, True]))),
+    ("diff 0-d", lambda L, t: L.diff(t["s"])),
+    ("diff negative n", lambda L, t: L.diff(t["m"], n=-1)),
+    ("diff prepend dims", lambda L, t: L.diff(t["m"], prepend=t["v"])),
+    ("diff prepend shape", lambda L, t: L.diff(t["m"], dim=1, prepend=t["m2"])),
+    ("diff dim range", lambda L, t: L.diff(t["m"], dim=3)),
 ]
 
 

@@ -10,10 +10,12 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     scans.py        cumsum, cumprod (and _ variants), logcumsumexp
     sorting.py      sort, argsort, msort, topk, kthvalue, median
     shaping.py      flip, roll, tril/triu (and _ variants), repeat, tile
-    view_composites.py  movedim/moveaxis, swapdims, unflatten, tensor_split, h/v/dsplit
+    view_composites.py  movedim/moveaxis, swapdims(_), broadcast_to, unflatten, tensor_split, h/v/dsplit
     stacking.py     atleast_1d/2d/3d, hstack, vstack/row_stack, dstack, column_stack, outer/ger,
                     fliplr/flipud
     factories.py    Tensor.new_empty / new_zeros / new_ones / new_full / new_tensor
+    gathers.py      take_along_dim, repeat_interleave
+    differences.py  diff
     fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
     einsum.py       einsum
     _args.py        argument checks in torch's words (used by the five above)
@@ -23,5 +25,6 @@ Importing this package registers everything; the package root exports FUNCTIONS 
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
-from . import einsum, factories, fused, scans, shaping, sorting, stacking, view_composites  # noqa: F401  (likewise)
+from . import differences, einsum, factories, fused, gathers, scans, shaping, sorting, stacking  # noqa: F401  (likewise)
+from . import view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

@@ -55,8 +55,12 @@ def wrong(op, name, position, expected, value):
 
 
 def int_arg(op, name, position, value):
+    """torch's `int` argument: an int (or a 0-d integer tensor) that fits int64, as its parser
+    unpacks it (a wider one is its "Overflow when unpacking long long")."""
     if not is_int(value):
         raise wrong(op, name, position, "int", value)
+    if not -2**63 <= int(value) < 2**63:
+        raise ValueError("Overflow when unpacking long long")
     return int(value)
 
 

@@ -6,7 +6,7 @@ piece). Argument checks and errors are torch's (ATen's TensorShape.cpp), in its 
 """
 
 from .. import _C
-from ._args import int_arg, ints_arg, is_int, scalar_name, type_name, wrap_dim
+from ._args import int_arg, ints_arg, is_int, scalar_name, tensor_arg, type_name, wrap_dim
 from .registry import add_function, method
 
 
@@ -70,6 +70,39 @@ def movedim(self, source, destination):
 def swapdims(self, dim0, dim1):
     """`transpose(dim0, dim1)` under NumPy's other name."""
     return self.transpose(*_fit(int_arg("swapdims", "dim0", 1, dim0), int_arg("swapdims", "dim1", 2, dim1)))
+
+
+@method()
+def broadcast_to(self, *args, size=None):
+    """`self` expanded to `size` (a view: ExpandBackward0; -1 keeps a dim's size)."""
+    if size is not None:
+        if args:
+            raise TypeError("broadcast_to() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):  # by keyword, one int is not a size
+            raise TypeError(f"broadcast_to(): argument 'size' must be tuple of ints, not {type_name(size)}")
+        args = (size,)
+    if not args:
+        raise TypeError('broadcast_to() missing 1 required positional arguments: "size"')
+    if len(args) > 1 and isinstance(args[0], bool):  # torch's parser takes varargs after an int only
+        raise TypeError(f"broadcast_to() takes 1 positional argument but {len(args)} were given")
+    for i, v in enumerate(args if len(args) > 1 else ()):  # every element's type before any value
+        if not (is_int(v) or isinstance(v, (bool, _C.TensorBase))):
+            raise TypeError(
+                f"broadcast_to(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                f'"type must be tuple of ints,but got {type_name(v)}"'
+            )
+    return self.expand(*args)  # torch's parser reads broadcast_to's size as expand's
+
+
+def _broadcast_to_function(input, size):
+    tensor_arg("broadcast_to", "input", 1, input)
+    if not isinstance(size, (tuple, list)):  # the function takes no single int (the method does)
+        raise TypeError(f"broadcast_to(): argument 'size' (position 2) must be tuple of ints, not {type_name(size)}")
+    return input.expand(size)
+
+
+_broadcast_to_function.__name__ = _broadcast_to_function.__qualname__ = "broadcast_to"
+add_function("broadcast_to", _broadcast_to_function)
 
 
 @method()
