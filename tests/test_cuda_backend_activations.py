@@ -4,6 +4,8 @@ functors with the op's slope / alpha, scale, input_scale), gradients and grad_fn
 when there is one, else on the host-emulated device (tests/cuda_host/backend.py). Before these,
 leaky_relu and elu had no kernel on cuda."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -64,3 +66,22 @@ def test_in_place_activation_keeps_the_tensor_and_bumps_its_version():
 def test_integer_input_raises_torchs_error_on_the_device():
     with pytest.raises(NotImplementedError, match="\"elu_cuda\" not implemented for 'Long'"):
         MF.celu(on(torch.ones(3, dtype=torch.int64)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nan_to_num_on_the_device(dtype):
+    """nan_to_num's masks and fills run on the device (comparisons and masked fills), its
+    gradient too; the values and gradient equal torch's."""
+    vals = [math.nan, math.inf, -math.inf, 1.5, -0.0, 3e38]
+    x = torch.tensor(vals, dtype=dtype, requires_grad=True)
+    xm = on(x.detach()).requires_grad_()
+    want, got = x.nan_to_num(nan=2.0, neginf=-5.0), xm.nan_to_num(nan=2.0, neginf=-5.0)
+    assert got.device.type == "cuda" and type(got.grad_fn).__name__ == "NanToNumBackward0"
+    assert torch.equal(back(got.detach()), want.detach())
+    g = torch.arange(1.0, 7.0, dtype=dtype)
+    want.backward(g)
+    got.backward(on(g))
+    assert torch.equal(back(xm.grad), x.grad)
+    y = on(x.detach())
+    y.nan_to_num_()
+    assert y._version == 1 and torch.equal(back(y), x.detach().nan_to_num())

@@ -1,6 +1,9 @@
-"""Pointwise ops torch fuses into one kernel: addcmul, addcdiv, lerp (each with its in-place
-`_` variant) and sgn. Argument kinds are checked here with torch's TypeErrors; the work and
-every value error are in `_C` (rust/py/src/composite.rs -> rust/core/src/ops/fused.rs, sgn.rs)."""
+"""Pointwise ops torch fuses into one kernel: addcmul, addcdiv, lerp, sgn and nan_to_num, each
+with its in-place `_` variant. Argument kinds are checked here with torch's TypeErrors; the work
+and every value error are in `_C` (rust/py/src/composite.rs -> rust/core/src/ops/fused.rs,
+sgn.rs, nan_to_num.rs)."""
+
+import numbers
 
 from .. import _C
 from ._args import MISSING, number_arg, tensor_arg, type_name
@@ -92,3 +95,38 @@ def sgn(shift):
 def sgn_(self):
     """In-place sgn."""
     return _C.sgn(self, True)
+
+
+def _float_or_none(op, name, value):
+    """torch's `float?` argument: None, or a real number (a bool, an int of any size, a 0-d
+    tensor read as its value), as a Python float."""
+    if value is None:
+        return None
+    if isinstance(value, _C.TensorBase) and value.dim() == 0:
+        return float(value.item())
+    if isinstance(value, _C.TensorBase) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}(): argument '{name}' must be float, not {type_name(value)}")
+    return float(value)
+
+
+def _nan_to_num(op, self, nan, posinf, neginf, inplace):
+    values = [_float_or_none(op, name, v) for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf))]
+    return _C.nan_to_num(self, 0.0 if values[0] is None else values[0], values[1], values[2], inplace)
+
+
+@_method_and_function
+def nan_to_num(shift):
+    def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+        """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0, the dtype's
+        largest finite value and its lowest); integer and bool tensors come back as a copy."""
+        if shift:
+            _need_tensor("nan_to_num", "input", 1, input)
+        return _nan_to_num("nan_to_num", input, nan, posinf, neginf, False)
+
+    return nan_to_num
+
+
+@method()
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place nan_to_num (one write, NanToNumBackward0 saving self as it was)."""
+    return _nan_to_num("nan_to_num_", self, nan, posinf, neginf, True)

@@ -1,5 +1,5 @@
 //! `_C` entry points for the ops the core composes from other ops: flip, roll, tril/triu,
-//! repeat/tile, sgn, addcmul/addcdiv, lerp, einsum, addmm_. The Python wrappers
+//! repeat/tile, sgn, nan_to_num, addcmul/addcdiv, lerp, einsum, addmm_. The Python wrappers
 //! (`_ops/shaping.py`, `_ops/fused.py`, `_ops/einsum.py`, `_ops/linalg.py`) check argument
 //! kinds with torch's TypeErrors; these parse, release the GIL for large work, and return the
 //! very `self` object from in-place variants.
@@ -8,6 +8,7 @@ use crate::convert::{tensor_of, to_scalar, wrap};
 use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::fused::{self, Addc};
+use minigrad_core::ops::nan_to_num::{self as ntn, Replacements};
 use minigrad_core::ops::{einsum as es, linalg, sgn as sg, shape_ops, Arg};
 use minigrad_core::{Scalar, Tensor};
 use pyo3::prelude::*;
@@ -70,6 +71,20 @@ pub fn sgn(py: Python<'_>, x: &Bound<'_, TensorBase>, inplace: bool) -> PyResult
     wrap(py, out)
 }
 
+/// `nan_to_num(nan, posinf, neginf)`, out of place or in place (the numbers already parsed as
+/// floats by the Python wrapper).
+#[pyfunction]
+#[pyo3(signature = (x, nan, posinf, neginf, inplace))]
+pub fn nan_to_num(py: Python<'_>, x: &Bound<'_, TensorBase>, nan: f64, posinf: Option<f64>, neginf: Option<f64>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, r) = (value(x), Replacements { nan, posinf, neginf });
+    if inplace {
+        run(py, t.numel(), move || ntn::nan_to_num_(&t, r))?;
+        return Ok(this(x));
+    }
+    let out = run(py, t.numel(), move || ntn::nan_to_num(&t, r))?;
+    wrap(py, out)
+}
+
 /// `addcmul` / `addcdiv` (`op`), out of place or in place.
 #[pyfunction]
 pub fn addc(py: Python<'_>, x: &Bound<'_, TensorBase>, t1: &Bound<'_, PyAny>, t2: &Bound<'_, PyAny>, value_: &Bound<'_, PyAny>, op: &str, inplace: bool) -> PyResult<Py<PyAny>> {
@@ -128,6 +143,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tri, m)?)?;
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;
+    m.add_function(wrap_pyfunction!(nan_to_num, m)?)?;
     m.add_function(wrap_pyfunction!(addc, m)?)?;
     m.add_function(wrap_pyfunction!(lerp, m)?)?;
     m.add_function(wrap_pyfunction!(einsum, m)?)?;

@@ -23,6 +23,7 @@ pub mod linalg;
 pub mod loss;
 pub mod mask;
 pub mod mask_scatter;
+pub mod nan_to_num;
 pub mod norm;
 pub mod pad;
 pub mod pool;
