@@ -10,7 +10,8 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     scans.py        cumsum, cumprod (and _ variants), logcumsumexp
     sorting.py      sort, argsort, msort, topk, kthvalue, median
     shaping.py      flip, roll, tril/triu (and _ variants), repeat, tile
-    view_composites.py  movedim/moveaxis, swapdims(_), broadcast_to, unflatten, tensor_split, h/v/dsplit
+    view_composites.py  movedim/moveaxis, swapdims(_), broadcast_to, meshgrid, unflatten, tensor_split,
+                    h/v/dsplit
     stacking.py     atleast_1d/2d/3d, hstack, vstack/row_stack, dstack, column_stack, outer/ger,
                     fliplr/flipud
     factories.py    Tensor.new_empty / new_zeros / new_ones / new_full / new_tensor

@@ -1,13 +1,16 @@
 """Views torch builds from other views, built the same way here so the graph shows torch's nodes:
 `movedim`/`moveaxis` (a permute: PermuteBackward0), `swapdims` (transpose; `swapdims_`:
-transpose_, TransposeBackward1), `unflatten` (a view:
-ViewBackward0), `tensor_split` and `hsplit`/`vsplit`/`dsplit` (slices: one SliceBackward0 per
-piece). Argument checks and errors are torch's (ATen's TensorShape.cpp), in its words.
+transpose_, TransposeBackward1), `broadcast_to` (expand), `unflatten` (a view: ViewBackward0),
+`tensor_split` and `hsplit`/`vsplit`/`dsplit` (slices: one SliceBackward0 per piece), `meshgrid`
+(a view and an expand per grid). Argument checks and errors are torch's (ATen's
+TensorShape.cpp), in its words.
 """
+
+import warnings
 
 from .. import _C
 from ._args import int_arg, ints_arg, is_int, scalar_name, tensor_arg, type_name, wrap_dim
-from .registry import add_function, method
+from .registry import add_function, function, method
 
 
 def _fit(*values):
@@ -234,3 +237,51 @@ def _function_of(op, split):
 for _op, _dim, _min_dims in (("hsplit", 1, 1), ("vsplit", 0, 2), ("dsplit", 2, 3)):
     _split = method()(_directional_split(_op, _dim, _min_dims))
     add_function(_op, _function_of(_op, _split))
+
+
+_MESHGRID_WARNED = []
+
+
+@function
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 0-d/1-d tensors: grid i is tensor i viewed along dim i and expanded
+    to every tensor's length (ViewBackward0, ExpandBackward0). `indexing="ij"` (the default,
+    with torch's warning when not given) or `"xy"` (the first two swapped, as NumPy)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        if not _MESHGRID_WARNED:
+            _MESHGRID_WARNED.append(True)
+            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                          UserWarning, stacklevel=2)
+        indexing = "ij"
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type_name(t)}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for a, b in zip(tensors, tensors[1:]):
+        if a.dtype != b.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if a.device != b.device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    refs = list(tensors)
+    swap = False
+    if indexing == "xy":
+        swap = len(refs) >= 2
+        if swap:
+            refs[0], refs[1] = refs[1], refs[0]
+    elif indexing != "ij":
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in refs:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t!r}")
+    shape = [t.numel() for t in refs]
+    grids = []
+    for i, t in enumerate(refs):
+        view_shape = [1] * len(refs)
+        view_shape[i] = -1
+        grids.append(t.view(view_shape).expand(shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
