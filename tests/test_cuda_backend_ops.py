@@ -217,3 +217,14 @@ def test_cuda_tensors_save_to_safetensors_and_load_on_the_host(tmp_path):
     assert loaded["weight"].tolist() == model.weight.detach().cpu().tolist()
     model.load_state_dict({k: v.cuda() for k, v in loaded.items()})
     assert model.weight.is_cuda
+
+
+def test_new_factories_follow_self_onto_the_device():
+    """Tensor.new_zeros / new_ones / new_full / new_empty / new_tensor take self's device and
+    dtype unless told otherwise (tests/test_stacking_and_factories.py compares them with torch)."""
+    x = on(torch.ones(2, dtype=torch.float64))
+    for made in (x.new_zeros(3), x.new_ones(2, 2), x.new_full((2,), 4.0), x.new_empty(1), x.new_tensor([1, 2])):
+        assert made.device.type == "cuda" and made.dtype == mg.float64 and made.is_leaf
+    assert back(x.new_full((2,), 4.0)).tolist() == [4.0, 4.0] and back(x.new_tensor([1, 2])).tolist() == [1.0, 2.0]
+    assert x.new_zeros(3, device="cpu").device.type == "cpu"
+    assert x.new_ones(2, dtype=mg.int64).dtype == mg.int64

@@ -214,11 +214,3 @@ def test_new_tensor_copies_a_tensor_with_torchs_warning():
         out[0] = 9.0
         assert src[0].item() == 1.0  # a copy
 
-
-def test_new_factories_follow_self_onto_cuda():
-    pytest.importorskip("cupy")
-    if not mg.cuda.is_available():
-        pytest.skip(f"no CUDA device: {mg.cuda.why_unavailable()}")
-    x = mg.ones(2, device="cuda")
-    assert x.new_zeros(3).device.type == "cuda" and x.new_full((2,), 4.0).device.type == "cuda"
-    assert x.new_zeros(3, device="cpu").device.type == "cpu"
