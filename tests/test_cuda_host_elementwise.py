@@ -286,6 +286,8 @@ def binary_torch(op, p0):
         "BitAnd": torch.bitwise_and, "BitOr": torch.bitwise_or, "BitXor": torch.bitwise_xor,
         "Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge,
         "LogicalAnd": torch.logical_and, "LogicalOr": torch.logical_or, "LogicalXor": torch.logical_xor,
+        "Atan2": torch.atan2, "Hypot": torch.hypot, "Fmod": torch.fmod, "Copysign": torch.copysign,
+        "Xlogy": torch.xlogy, "Logaddexp": torch.logaddexp, "Logaddexp2": torch.logaddexp2,
         # torch refuses bool ** bool tensors; `b ** True` and `b ** False` are what minigrad allows
         "Pow": lambda a, b: torch.where(b, torch.pow(a, True), torch.pow(a, False)) if a.dtype == torch.bool else torch.pow(a, b),
     }[op]
@@ -297,6 +299,18 @@ def binary_formula(op, p0):
         return lambda a, b: libm("pow", a, b) if a.dtype.is_floating_point else binary_torch(op, p0)(a, b)
     if op == "AddAlpha":  # a + alpha * b rounded once (a fused multiply-add), alpha in the compute type
         return lambda a, b: libm("fma", b, torch.full_like(b, p0), a)
+    if op in ("Atan2", "Hypot"):
+        return lambda a, b: libm(op.lower(), a, b)
+    if op == "Xlogy":  # NaN where y is; 0 where x is 0; else x * log(y) in the compute type
+        return lambda a, b: torch.where(b.isnan(), b, torch.where(a == 0, torch.zeros_like(a), a * libm("log", b)))
+    if op in ("Logaddexp", "Logaddexp2"):  # max + log1p(exp(-|a - b|)), equal infinities kept
+        def log_add_exp(a, b):
+            d = -(a - b).abs()
+            share = libm("log1p", libm("exp", d)) if op == "Logaddexp" else \
+                libm("log1p", libm("exp2", d)) * torch.tensor(1.4426950408889634, dtype=a.dtype)
+            m = torch.where(a < b, b, a)
+            return torch.where((a == b) & (a - b).isnan(), a, m + share)
+        return log_add_exp
     if op in ("Maximum", "Minimum"):  # compute.rs: NaN if either is; else a if a > b (a < b), else b
         pick = torch.gt if op == "Maximum" else torch.lt
         return lambda a, b: torch.where(a.isnan() | b.isnan(), a + b, torch.where(pick(a, b), a, b)) \
@@ -308,7 +322,7 @@ def binary_inputs(op, t, shape, rng):
     """(a, b) for op: integer divisors are never 0 (the op layer refuses them), and torch's own
     int trunc division traps on MIN / -1 (tested on its own below)."""
     a = values(t, shape, rng)
-    b = values(t, shape, rng, nonzero=op in ("DivFloor", "DivTrunc", "Remainder"))
+    b = values(t, shape, rng, nonzero=op in ("DivFloor", "DivTrunc", "Remainder", "Fmod"))
     if op == "Pow" and t in ("int", "long long"):
         b = values(t, shape, rng, low=-3, high=40, specials=False)
     if op == "DivTrunc" and t in ("int", "long long"):
@@ -317,13 +331,15 @@ def binary_inputs(op, t, shape, rng):
 
 
 INT_MIN = {"int": -2**31, "long long": -2**63}
+# ops whose values come from the C library here and from SLEEF in torch: close, not equal
+LIBM_BINARY = ("Atan2", "Hypot", "Xlogy", "Logaddexp", "Logaddexp2")
 BINARY_PARAMS = {"AddAlpha": 0.3}
 
 
 def check_binary(got, a, b, op, what):
     p0 = BINARY_PARAMS.get(op, 0.0)
     assert_same(got, torch_result(binary_formula(op, p0), a, b), f"{what} (minigrad's formula)")
-    if op == "Pow" and got.dtype.is_floating_point:
+    if op in ("Pow", *LIBM_BINARY) and got.dtype.is_floating_point:
         assert_close(got, torch_result(binary_torch(op, p0), a, b), f"{what} (torch)")
     elif op in ("Maximum", "Minimum") and got.dtype.is_floating_point:
         # torch's sign for max(0.0, -0.0) depends on its loop (vector: b, scalar: a): compare values
@@ -391,7 +407,7 @@ def test_binary_scalar(host, inst):
     torch_t = H.C_TYPES[t][1]
     for s in scalars(op, t):
         for first in (0, 1):
-            if first and (op in ("DivFloor", "DivTrunc", "Remainder") and t != "float" and t != "double" or
+            if first and (op in ("DivFloor", "DivTrunc", "Remainder", "Fmod") and t != "float" and t != "double" or
                           op == "Pow" and t in ("int", "long long")):
                 x = values(t, SHAPE, rng, nonzero=True, low=1 if op == "Pow" else -100, high=20)
             else:
@@ -420,7 +436,7 @@ def test_integer_division_of_the_minimum_by_minus_one_wraps(host, t):
     lo = INT_MIN[t]
     a = torch.tensor([lo, lo, 7, -7], dtype=H.C_TYPES[t][1])
     b = torch.tensor([-1, 1, -1, -1], dtype=H.C_TYPES[t][1])
-    want = {"DivFloor": [lo, lo, -7, 7], "DivTrunc": [lo, lo, -7, 7], "Remainder": [0, 0, 0, 0]}
+    want = {"DivFloor": [lo, lo, -7, 7], "DivTrunc": [lo, lo, -7, 7], "Remainder": [0, 0, 0, 0], "Fmod": [0, 0, 0, 0]}
     for op, expected in want.items():
         aop, bop = H.operand_from(a, (1,), 0, FILL[t]), H.operand_from(b, (1,), 0, FILL[t])
         out = output_operand(t, (4,), ((1,), 0))

@@ -182,6 +182,7 @@ BINARY_NAMES = [
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow", "maximum", "minimum",
     "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge",
     "greater", "greater_equal", "less", "less_equal", "not_equal", "multiply", "subtract", "divide",
+    "atan2", "arctan2", "hypot", "fmod", "copysign", "xlogy", "logaddexp", "logaddexp2",
 ]
 _VALUE_SAFE = {"pow"}
 

@@ -448,6 +448,20 @@ register(
     Op("min_other", binary_args(SMALL, SMALL, b_scalar=False), lambda L, a, b: a.min(b)),
 )
 
+# --- binary math: atan2, hypot, fmod, copysign, xlogy, logaddexp(2) (each with its Scalar overloads) ---
+
+register(
+    Op("atan2", binary_args(R, MAG, b_scalar=False), lambda L, a, b: L.atan2(a, b), lambda L, y, b: y.atan2_(b)),
+    Op("arctan2_method", binary_args(MAG, R, b_scalar=False), lambda L, a, b: a.arctan2(b),
+       lambda L, y, b: y.arctan2_(b)),
+    Op("hypot", binary_args(MAG, MAG, b_scalar=False), lambda L, a, b: L.hypot(a, b), lambda L, y, b: y.hypot_(b)),
+    Op("fmod", binary_args(R, MAG), lambda L, a, b: L.fmod(a, b), lambda L, y, b: y.fmod_(b)),
+    Op("copysign", binary_args(MAG, R), lambda L, a, b: L.copysign(a, b), lambda L, y, b: y.copysign_(b)),
+    Op("xlogy", binary_args(R, POS, a_scalar=True), lambda L, a, b: L.xlogy(a, b), lambda L, y, b: y.xlogy_(b)),
+    Op("logaddexp", binary_args(R, R, b_scalar=False), lambda L, a, b: L.logaddexp(a, b)),
+    Op("logaddexp2", binary_args(R, R, b_scalar=False), lambda L, a, b: a.logaddexp2(b)),
+)
+
 # exponent -> domain of the base where x ** e is differentiable and both sides agree
 POW_EXPONENTS = {2: R, 3: Dom(-4, 4), 1: R, 0: R, -1: Dom(0.5, 4, mag=True), -2: Dom(0.5, 4, mag=True),
                  0.5: POS, 1.5: POS, 2.5: Dom(0.1, 4), -0.5: POS}
@@ -1300,6 +1314,15 @@ KINKS = [  # (what, fn(L, *inputs), inputs, torch's gradients for an upstream of
     ("sqrt'(0) = inf", lambda L, x: x.sqrt(), [[0.0, 4]], [[INF, 0.25]]),
     ("logsumexp of equal values", lambda L, x: x.logsumexp(0), [[0.0, 0]], [[0.5, 0.5]]),
     ("where routes each element", lambda L, x: L.where(x > 0, x, x * 2), [[-1.0, 0, 1]], [[2, 2, 1]]),
+    # xlogy's gradient for x is 0 where x = 0 and y <= 0 (log y is not defined there)
+    ("xlogy at x = 0", lambda L, x, y: L.xlogy(x, y), [[0.0, 0, 0, 2], [0.0, -1, 2, 1]],
+     [[0, 0, math.log(2), 0], [math.nan, 0, 0, 2]]),
+    ("xlogy at x = 0, number y <= 0", lambda L, x: L.xlogy(x, -1.0), [[0.0, 2]], [[0, math.nan]]),
+    ("copysign'(0) = 0", lambda L, x, y: L.copysign(x, y), [[0.0, -0.0, 2, -2], [-1.0, 1, -1, 1]],
+     [[0, 0, -1, -1], [0, 0, 0, 0]]),
+    ("logaddexp of equal infinities", lambda L, x, y: L.logaddexp(x, y), [[INF, -INF, 1], [INF, -INF, 1]],
+     [[math.nan, math.nan, 0.5], [math.nan, math.nan, 0.5]]),
+    ("hypot at the origin", lambda L, x, y: L.hypot(x, y), [[0.0, 3], [0.0, 4]], [[math.nan, 0.6], [math.nan, 0.8]]),
 ]
 
 

@@ -68,6 +68,15 @@ PROGRAMS = {
     "cat": lambda m, x: m.cat([x, x], -1),
     "roll": lambda m, x: x.roll(1, 0),
     "repeat": lambda m, x: x.repeat(2, 1, 1),
+    # a number operand is kept as a number; a tensor that needs no gradient is not kept (None)
+    "xlogy_number_self": lambda m, x: m.xlogy(2, x.exp()),
+    "xlogy_number_other": lambda m, x: m.xlogy(x, 2.5),
+    "hypot_other_without_grad": lambda m, x: m.hypot(x, x.detach()),
+    "hypot_self_without_grad": lambda m, x: m.hypot(x.detach(), x),
+    "fmod_other_without_grad": lambda m, x: m.fmod(x, x.detach() + 3),
+    "copysign_self_without_grad": lambda m, x: m.copysign(x.detach(), x),
+    "mul_other_without_grad": lambda m, x: x.detach() * x,
+    "div_self_without_grad": lambda m, x: x / (x.detach() + 5),
 }
 
 

@@ -3,9 +3,10 @@ masked_fill, fills (fill_, zero_, copy_, uniform_, normal_) and the Python opera
 
 Mechanical wrappers come from tables, so each op is named exactly once: a UNARY_OPS entry gives
 Tensor.<name>, Tensor.<name>_, minigrad.<name> and (unless torch has it only as a method)
-minigrad.<name>_; a BINARY_OPS entry gives Tensor.<name>, Tensor.<name>_ (unless NO_INPLACE) and
-minigrad.<name>; an OPERATORS entry gives __<op>__, __r<op>__ and __i<op>__. The ops with extra
-arguments (alpha, rounding_mode, min/max, ...) are written once below and registered the same way.
+minigrad.<name>_; a BINARY_OPS entry gives Tensor.<name>, Tensor.<name>_ (unless NO_INPLACE),
+minigrad.<name> and (INPLACE_FUNCTION) minigrad.<name>_; an OPERATORS entry gives __<op>__,
+__r<op>__ and __i<op>__. The ops with extra arguments (alpha, rounding_mode, min/max, ...) are
+written once below and registered the same way.
 Everything calls _C (rust/py/src/elementwise.rs -> rust/core/src/ops/unary.rs, binary.rs, copy.rs).
 """
 
@@ -32,23 +33,27 @@ METHOD_ONLY_INPLACE = {"absolute", "sign", "logical_not", "bitwise_not"}
 BINARY_OPS = {
     "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "floor_divide",
     "remainder": "remainder", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
+    "atan2": "atan2", "arctan2": "atan2", "hypot": "hypot", "fmod": "fmod", "copysign": "copysign",
+    "xlogy": "xlogy", "logaddexp": "logaddexp", "logaddexp2": "logaddexp2",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
 }
 
 # Binary ops torch has no in-place method for.
-NO_INPLACE = {"maximum", "minimum"}
+NO_INPLACE = {"maximum", "minimum", "logaddexp", "logaddexp2"}
 # Binary ops whose `other` must be a tensor (no Python numbers).
-TENSOR_OTHER = {"maximum", "minimum"}
+TENSOR_OTHER = {"maximum", "minimum", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2"}
+# Binary ops whose in-place form torch also has as a module function (`torch.xlogy_(x, y)`).
+INPLACE_FUNCTION = {"xlogy"}
 # Binary ops whose module function also takes a number as `input` (maximum/minimum take tensors only).
 NUMBER_INPUT = {
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
-    "pow", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "pow", "bitwise_and", "bitwise_or", "bitwise_xor", "xlogy",
 }
 
 # Binary ops whose module function refuses two numbers (torch has no such overload for them).
-NO_TWO_NUMBERS = {"remainder", "pow", "bitwise_and", "bitwise_or", "bitwise_xor"}
+NO_TWO_NUMBERS = {"remainder", "pow", "bitwise_and", "bitwise_or", "bitwise_xor", "xlogy"}
 
 # Python operator -> kernel op name; each also gets its reflected (__r*__) and in-place (__i*__) form.
 OPERATORS = {
@@ -84,6 +89,8 @@ def _binary_method(name, op):
         return _C.binary(self, other, op, None, name)
 
     def method_(self, other):
+        if name in TENSOR_OTHER and not isinstance(other, _C.TensorBase):
+            raise TypeError(f"{name}_(): argument 'other' (position 1) must be Tensor, not {type_name(other)}")
         return _C.binary_(self, other, op, None, name + "_")
 
     return _named(method, name), _named(method_, name + "_")
@@ -131,6 +138,8 @@ for _name, _op in BINARY_OPS.items():
     add_method(_name, _m)
     if _name not in NO_INPLACE:
         add_method(_name + "_", _m_)
+    if _name in INPLACE_FUNCTION:
+        forward(_name + "_")
     add_function(_name, _binary_function(_name, _m))
 
 for _name in OPERATORS:

@@ -271,6 +271,9 @@ pub enum SavedValue {
     Int(i64),
     Ints(smallvec::SmallVec<[i64; 5]>),
     Text(String),
+    /// A tensor torch's node declares but did not keep (its input needed no gradient):
+    /// `grad_fn._saved_other` is None.
+    Absent,
 }
 
 impl SavedValue {
@@ -284,6 +287,7 @@ impl SavedValue {
             SavedValue::Int(v) => v.to_string(),
             SavedValue::Ints(vs) => crate::ops::for_autograd::py_ints(vs),
             SavedValue::Text(t) => t.clone(),
+            SavedValue::Absent => "None".into(),
         }
     }
 }

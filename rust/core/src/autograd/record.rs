@@ -163,6 +163,12 @@ impl Recorder {
         self.values.push((name, SavedValue::Text(v.to_string())));
     }
 
+    /// A tensor torch's node would save had its input needed a gradient (derivatives.yaml
+    /// guards the save by that input): `grad_fn._saved_<name>` reads None, as in torch.
+    pub fn not_saved(&mut self, name: &'static str) {
+        self.values.push((name, SavedValue::Absent));
+    }
+
     /// Non-tensor arguments already typed (`SavedValue::Int`, `Ints`): no text made per call.
     pub fn values(&mut self, vs: ViewValues) {
         self.values.extend(vs);

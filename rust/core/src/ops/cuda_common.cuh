@@ -291,6 +291,7 @@ MG_MATH1(m_ceil, ceilf, ceil)
 MG_MATH1(m_rint, rintf, rint)
 MG_MATH1(m_trunc, truncf, trunc)
 MG_MATH1(m_fabs, fabsf, fabs)
+MG_MATH1(m_exp2, exp2f, exp2)
 #undef MG_MATH1
 __device__ __forceinline__ float m_fmod(float a, float b) { return fmodf(a, b); }
 __device__ __forceinline__ double m_fmod(double a, double b) { return fmod(a, b); }
@@ -298,6 +299,10 @@ __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
 __device__ __forceinline__ float m_copysign(float a, float b) { return copysignf(a, b); }
 __device__ __forceinline__ double m_copysign(double a, double b) { return copysign(a, b); }
+__device__ __forceinline__ float m_atan2(float a, float b) { return atan2f(a, b); }
+__device__ __forceinline__ double m_atan2(double a, double b) { return atan2(a, b); }
+__device__ __forceinline__ float m_hypot(float a, float b) { return hypotf(a, b); }
+__device__ __forceinline__ double m_hypot(double a, double b) { return hypot(a, b); }
 
 // ----- grid-stride loops -----
 // Every kernel is correct for any grid and block size (the launcher picks them); reductions,

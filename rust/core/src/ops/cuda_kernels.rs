@@ -181,8 +181,12 @@ const BINARY: CudaSource = CudaSource {
     source: include_str!("binary/binary.cu"),
     families: &[
         Family { kernels: BINARY_KERNELS, types: ALL, ops: &["Add", "Mul", "Maximum", "Minimum", "Pow"] },
-        Family { kernels: BINARY_KERNELS, types: NUMERIC, ops: &["Sub", "DivFloor", "DivTrunc", "Remainder"] },
-        Family { kernels: BINARY_KERNELS, types: F, ops: &["AddAlpha", "Div"] },
+        Family { kernels: BINARY_KERNELS, types: NUMERIC, ops: &["Sub", "DivFloor", "DivTrunc", "Remainder", "Fmod"] },
+        Family {
+            kernels: BINARY_KERNELS,
+            types: F,
+            ops: &["AddAlpha", "Div", "Atan2", "Hypot", "Copysign", "Xlogy", "Logaddexp", "Logaddexp2"],
+        },
         Family { kernels: BINARY_KERNELS, types: BITS, ops: &["BitAnd", "BitOr", "BitXor"] },
         Family {
             kernels: BINARY_KERNELS,

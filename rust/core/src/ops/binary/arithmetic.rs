@@ -20,7 +20,7 @@ const INT_DIV_ZERO: &str = "ZeroDivisionError";
 /// Integer division/remainder by zero raises, as torch does.
 /// (Only when the op computes anything: an empty result divides nothing.)
 fn check_int_zero_division(op: BinaryOp, compute: DType, b: &Tensor, out_numel: usize) -> Result<()> {
-    if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder) {
+    if out_numel == 0 || !compute.is_integral(false) || !matches!(op, BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder | BinaryOp::Fmod) {
         return Ok(());
     }
     let has_zero = crate::dispatch_all!(compute, T => b.to_vec::<T>()?.iter().any(|v| v.to_i64() == 0));
@@ -225,6 +225,10 @@ fn node_name(op: BinaryOp, a_number: bool, b_number: bool) -> &'static str {
         Pow => "PowBackward1",
         Remainder if b_number => "RemainderBackward0",
         Remainder => "RemainderBackward1",
+        Fmod if b_number => "FmodBackward0",
+        Copysign if b_number => "CopysignBackward1",
+        Xlogy if a_number => "XlogyBackward1",
+        Xlogy if b_number => "XlogyBackward2",
         DivFloor | DivTrunc => "DivBackward2",
         _ => op.def().node,
     }
@@ -232,7 +236,11 @@ fn node_name(op: BinaryOp, a_number: bool, b_number: bool) -> &'static str {
 
 fn is_differentiable(op: BinaryOp) -> bool {
     use BinaryOp::*;
-    matches!(op, Add | Sub | Mul | Div | DivFloor | DivTrunc | Remainder | Pow | Maximum | Minimum)
+    matches!(
+        op,
+        Add | Sub | Mul | Div | DivFloor | DivTrunc | Remainder | Pow | Maximum | Minimum | Atan2 | Hypot | Fmod | Copysign
+            | Xlogy | Logaddexp | Logaddexp2
+    )
 }
 
 /// The number operand as the 0-d tensor torch saves for it (`mul(t, 2)` saves `tensor(2)`).
@@ -274,22 +282,25 @@ fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &T
         }
     };
     let (an, bn) = (info.a_number, info.b_number);
+    // a save guarded by one input's need (torch's codegen): made, or shown as None
+    let save_if = |rec: &mut crate::autograd::Recorder, need: bool, name: &'static str, t: &Tensor, number: bool| -> Result<()> {
+        if need {
+            save(rec, name, t, number)
+        } else {
+            rec.not_saved(name);
+            Ok(())
+        }
+    };
     match info.op {
         Mul => {
-            if na {
-                save(rec, "other", b, bn)?;
-            }
-            if nb {
-                save(rec, "self", a_old, an)?;
-            }
+            save_if(rec, na, "other", b, bn)?;
+            save_if(rec, nb, "self", a_old, an)?;
         }
         Div => {
             // used by both inputs' formulas, so torch's codegen saves it unconditionally (even
             // when no input needs a gradient, e.g. a view made under no_grad)
             save(rec, "other", b, bn)?;
-            if nb {
-                save(rec, "self", a_old, an)?;
-            }
+            save_if(rec, nb, "self", a_old, an)?;
         }
         Pow if info.b_number => save(rec, "self", a_old, an)?,
         Pow if info.a_number => save(rec, "exponent", b, bn)?,
@@ -305,14 +316,44 @@ fn save_binary(rec: &mut crate::autograd::Recorder, info: &BinaryInfo, a_old: &T
             save(rec, "self", a_old, an)?;
             save(rec, "other", b, bn)?;
         }
+        // used by both inputs' formulas: saved whichever gradients are wanted
+        Atan2 | Logaddexp | Logaddexp2 => {
+            save(rec, "self", a_old, an)?;
+            save(rec, "other", b, bn)?;
+        }
+        // each operand only by its own formula (torch's codegen guards it by that input)
+        Hypot => {
+            save_if(rec, na, "self", a_old, an)?;
+            save_if(rec, nb, "other", b, bn)?;
+        }
+        // both only by other's formula, `-grad * self.div(other, rounding_mode="trunc")`
+        Fmod if !info.b_number => {
+            save_if(rec, nb, "self", a_old, an)?;
+            save_if(rec, nb, "other", b, bn)?;
+        }
+        Copysign => save_if(rec, na, "self", a_old, an)?,
+        // xlogy's Scalar overloads keep the number as a number (`_saved_self` is 2, not a tensor)
+        Xlogy if info.a_number => {
+            rec.value("self", crate::ops::reduce::py_number(a_old.item()?));
+            save(rec, "other", b, bn)?;
+        }
+        Xlogy if info.b_number => {
+            save(rec, "self", a_old, an)?;
+            rec.value("other", crate::ops::reduce::py_number(b.item()?));
+        }
+        Xlogy => {
+            save(rec, "self", a_old, an)?;
+            save(rec, "other", b, bn)?;
+        }
         _ => {}
     }
     Ok(())
 }
 
-/// Pow's result is saved too when the exponent is a tensor (PowBackward1/2).
+/// Pow's result is saved too when the exponent is a tensor (PowBackward1/2); hypot's and
+/// copysign's always.
 fn saves_result(info: &BinaryInfo) -> bool {
-    info.op == BinaryOp::Pow && !info.b_number
+    (info.op == BinaryOp::Pow && !info.b_number) || matches!(info.op, BinaryOp::Hypot | BinaryOp::Copysign)
 }
 
 /// torch's `maybe_multiply(t, alpha)`: `t` itself when alpha is 1.
@@ -411,6 +452,56 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
             };
             (na.then(|| g.clone()), gb)
         }
+        Atan2 => {
+            // torch's atan2_backward: `recip = (self * self + other * other).reciprocal()`
+            let (a, b) = (next(), next());
+            let recip = un(crate::ops::unary::UnaryOp::Reciprocal, &add(&mul(&a, &a)?, &mul(&b, &b)?)?)?;
+            let ga = if na { Some(mul(&mul(g, &b)?, &recip)?) } else { None };
+            let gb = if nb { Some(mul(&mul(g, &neg(&a)?)?, &recip)?) } else { None };
+            (ga, gb)
+        }
+        Hypot => {
+            // grad * self / result, grad * other / result
+            let a = if na { Some(next()) } else { None };
+            let b = if nb { Some(next()) } else { None };
+            let result = next();
+            let ga = a.map(|a| div(&mul(g, &a)?, &result)).transpose()?;
+            let gb = b.map(|b| div(&mul(g, &b)?, &result)).transpose()?;
+            (ga, gb)
+        }
+        Fmod => {
+            let gb = if nb && !info.b_number {
+                let (a, b) = (next(), next());
+                Some(mul(&neg(g)?, &binary_raw(DivTrunc, &Arg::Tensor(a), &Arg::Tensor(b), None)?)?)
+            } else {
+                None
+            };
+            (na.then(|| g.clone()), gb)
+        }
+        Copysign => {
+            // copysign_tensor_self_backward: grad * (result / self), 0 where self is 0; other's
+            // gradient is zeros
+            let ga = if na {
+                let a = next();
+                let result = next();
+                let ratio = zero_where(&div(&result, &a)?, &cmp_s(Eq, &a, 0.0)?)?;
+                Some(mul(g, &ratio)?)
+            } else {
+                None
+            };
+            (ga, (nb && !info.b_number).then(|| zeros_like(g)).transpose()?)
+        }
+        Xlogy => xlogy_backward(info, g, na, nb, &mut next)?,
+        Logaddexp | Logaddexp2 => {
+            // grad / (1 + exp(other - self)) and grad / (1 + exp(self - other)); base 2 for logaddexp2
+            let (a, b) = (next(), next());
+            let share = |x: &Tensor, y: &Tensor| -> Result<Tensor> {
+                let d = sub(x, y)?;
+                let e = if info.op == Logaddexp { un(crate::ops::unary::UnaryOp::Exp, &d)? } else { pow_base(2.0, &d)? };
+                div(g, &add_s(&e, 1.0)?)
+            };
+            (if na { Some(share(&b, &a)?) } else { None }, if nb { Some(share(&a, &b)?) } else { None })
+        }
         _ => (None, None),
     };
     let reduce = |t: Tensor, shape: &Option<Vec<usize>>| match shape {
@@ -422,6 +513,40 @@ fn binary_backward(info: &BinaryInfo, ctx: &crate::autograd::Ctx) -> Result<Vec<
     Ok(vec![ga, gb])
 }
 
+/// xlogy's three overloads (derivatives.yaml): self gets `xlogy(grad, other)`, zeroed where
+/// self is 0 and other <= 0 (with a number other: zeroed where self is 0 when other <= 0);
+/// other gets `grad * self / other`. The number of a Scalar overload rides in `alpha`.
+fn xlogy_backward(info: &BinaryInfo, g: &Tensor, na: bool, nb: bool, next: &mut dyn FnMut() -> Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    use crate::ops::formulas::*;
+    use BinaryOp::*;
+    let xlogy = |x: &Tensor, y: &Arg| binary(Xlogy, &Arg::Tensor(x.clone()), y, None);
+    if info.a_number {
+        let b = next();
+        return Ok((None, Some(div(&mul_c(g, info.alpha)?, &b)?)));
+    }
+    if info.b_number {
+        let a = next();
+        let y = Arg::Scalar(Scalar::Float(info.alpha));
+        let ga = xlogy(g, &y)?;
+        let ga = if info.alpha > 0.0 { ga } else { zero_where(&ga, &cmp_s(Eq, &a, 0.0)?)? };
+        return Ok((Some(ga), None));
+    }
+    let (a, b) = (next(), next());
+    let ga = if na {
+        let undefined = cmp(LogicalAnd, &cmp_s(Eq, &a, 0.0)?, &Arg::Tensor(cmp_s(Le, &b, 0.0)?))?;
+        Some(zero_where(&xlogy(g, &Arg::Tensor(b.clone()))?, &undefined)?)
+    } else {
+        None
+    };
+    let gb = if nb { Some(div(&mul(g, &a)?, &b)?) } else { None };
+    Ok((ga, gb))
+}
+
+/// `base ** x` for a tensor exponent (recorded: PowBackward2 in a double-backward graph).
+fn pow_base(base: f64, x: &Tensor) -> Result<Tensor> {
+    binary(BinaryOp::Pow, &Arg::Scalar(Scalar::Float(base)), &Arg::Tensor(x.clone()), None)
+}
+
 fn pow_tensor(a: &Tensor, e: &Tensor) -> Result<Tensor> {
     binary(BinaryOp::Pow, &Arg::Tensor(a.clone()), &Arg::Tensor(e.clone()), None)
 }
@@ -431,9 +556,9 @@ fn sub_one(e: &Tensor) -> Result<Tensor> {
 
 fn info_of(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, alpha: Option<Scalar>, out_shape: &[usize]) -> BinaryInfo {
     let shape_of = |x: Operand<'_>| (x.shape() != out_shape).then(|| x.shape().to_vec());
-    // For number ** tensor and tensor ** number the number rides in `alpha`.
+    // For number ** tensor and tensor ** number (and xlogy's numbers) the number rides in `alpha`.
     let alpha = match (op, a, b) {
-        (BinaryOp::Pow, _, Operand::Number(s)) | (BinaryOp::Pow, Operand::Number(s), _) => s.to_f64(),
+        (BinaryOp::Pow | BinaryOp::Xlogy, _, Operand::Number(s)) | (BinaryOp::Pow | BinaryOp::Xlogy, Operand::Number(s), _) => s.to_f64(),
         _ => alpha.map(|s| s.to_f64()).unwrap_or(1.0),
     };
     BinaryInfo {
@@ -560,7 +685,10 @@ fn binary_inplace_with(op: BinaryOp, a: &Tensor, bo: Operand<'_>, arg: Option<&A
             // `self` as the formula needs it is the value *before* the write (R14).
             let needs_self = matches!(op, BinaryOp::Mul if rec.needs(1)) || matches!(op, BinaryOp::Div if rec.needs(1))
                 || matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::DivFloor | BinaryOp::DivTrunc)
-                || (op == BinaryOp::Remainder && !info.b_number);
+                || (op == BinaryOp::Remainder && !info.b_number)
+                || matches!(op, BinaryOp::Atan2 | BinaryOp::Xlogy | BinaryOp::Logaddexp | BinaryOp::Logaddexp2)
+                || (matches!(op, BinaryOp::Hypot | BinaryOp::Copysign) && rec.needs(0))
+                || (op == BinaryOp::Fmod && !info.b_number && rec.needs(1));
             // torch saves `self.clone()`, a recorded op (an integer self that came to require
             // grad fails right here, as in torch)
             let old = if needs_self { crate::ops::copy::clone(a)? } else { a.clone() };
@@ -584,6 +712,7 @@ fn inplace_name(op: BinaryOp) -> &'static str {
     use BinaryOp::*;
     match op {
         Add => "add_", Sub => "sub_", Mul => "mul_", Div | DivFloor | DivTrunc => "div_", Remainder => "remainder_", Pow => "pow_",
-        Maximum => "maximum_", Minimum => "minimum_", _ => "an in-place operation",
+        Maximum => "maximum_", Minimum => "minimum_", Atan2 => "atan2_", Hypot => "hypot_", Fmod => "fmod_",
+        Copysign => "copysign_", Xlogy => "xlogy_", _ => "an in-place operation",
     }
 }

@@ -101,6 +101,29 @@ MG_BINARY(Maximum, if constexpr (same<T, bool>::value) { return a | b; } else {
 MG_BINARY(Minimum, if constexpr (same<T, bool>::value) { return a & b; } else {
                      if (is_nan(a) || is_nan(b)) return a + b;
                      return a < b ? a : b; })
+// Float-only ops (integer operands are promoted or refused by the op layer); compute.rs holds
+// the same per-element rules for the CPU.
+MG_BINARY(Atan2, return m_atan2(a, b);)
+MG_BINARY(Hypot, return m_hypot(a, b);)
+// C's fmod (the dividend's sign); integer division by zero is refused by the op layer
+MG_BINARY(Fmod, if constexpr (traits<T>::is_int) { return (b == 0 || b == -1) ? (T)0 : (T)(a % b); }
+                else { return m_fmod(a, b); })
+MG_BINARY(Copysign, return m_copysign(a, b);)
+// torch's xlogy: NaN where y is NaN, 0 where x is 0 (even for y <= 0), else x * log(y)
+MG_BINARY(Xlogy, if (is_nan(b)) return b;
+                 if (a == (T)0) return (T)0;
+                 return a * m_log(b);)
+// log(e^a + e^b) (log2(2^a + 2^b)) as torch writes it: the larger operand plus log1p of the
+// smaller's share; equal infinities (equal operands whose difference is NaN) give themselves.
+// `a < b ? b : a` is std::max.
+template <class T> __device__ __forceinline__ T logaddexp_any(T a, T b, bool base2) {
+  if (a == b && is_nan(a - b)) return a;
+  const T m = a < b ? b : a;
+  const T d = -m_fabs(a - b);
+  return base2 ? m + m_log1p(m_exp2(d)) * (T)1.4426950408889634 : m + m_log1p(m_exp(d));
+}
+MG_BINARY(Logaddexp, return logaddexp_any(a, b, false);)
+MG_BINARY(Logaddexp2, return logaddexp_any(a, b, true);)
 MG_BINARY(BitAnd, return a & b;)
 MG_BINARY(BitOr, return a | b;)
 MG_BINARY(BitXor, return a ^ b;)

@@ -78,9 +78,45 @@ macro_rules! float_fn {
             // NaN propagates (torch.maximum/minimum).
             BinaryOp::Maximum => { let $f = |a: $T, b: $T| if a.is_nan() || b.is_nan() { <$T>::nan() } else if a > b { a } else { b }; $body }
             BinaryOp::Minimum => { let $f = |a: $T, b: $T| if a.is_nan() || b.is_nan() { <$T>::nan() } else if a < b { a } else { b }; $body }
+            BinaryOp::Atan2 => { let $f = |a: $T, b: $T| a.atan2(b); $body }
+            BinaryOp::Hypot => { let $f = |a: $T, b: $T| a.hypot(b); $body }
+            // C's fmod: the result takes the dividend's sign (remainder's takes the divisor's)
+            BinaryOp::Fmod => { let $f = |a: $T, b: $T| a % b; $body }
+            BinaryOp::Copysign => { let $f = |a: $T, b: $T| a.copysign(b); $body }
+            BinaryOp::Xlogy => { let $f = |a: $T, b: $T| xlogy(a, b); $body }
+            BinaryOp::Logaddexp => { let $f = |a: $T, b: $T| logaddexp(a, b, false); $body }
+            BinaryOp::Logaddexp2 => { let $f = |a: $T, b: $T| logaddexp(a, b, true); $body }
             _ => unreachable!(),
         }
     }};
+}
+
+/// torch's xlogy: `x * log(y)`, except NaN where y is NaN and 0 where x is 0 (even for y <= 0).
+pub(super) fn xlogy<T: num_traits::Float>(x: T, y: T) -> T {
+    if y.is_nan() {
+        y
+    } else if x == T::zero() {
+        T::zero()
+    } else {
+        x * y.ln()
+    }
+}
+
+/// torch's logaddexp (`log(exp(a) + exp(b))`) and logaddexp2 (`log2(2^a + 2^b)`), written as
+/// torch writes them so nothing overflows: the larger operand plus `log1p` of the smaller
+/// one's share; two equal infinities give themselves (their difference would be NaN).
+pub(super) fn logaddexp<T: num_traits::Float>(a: T, b: T, base2: bool) -> T {
+    if a.is_infinite() && a == b {
+        return a;
+    }
+    // std::max(a, b): `a < b ? b : a` (a NaN operand makes the difference NaN below)
+    let m = if a < b { b } else { a };
+    let d = -(a - b).abs();
+    if base2 {
+        m + d.exp2().ln_1p() * T::from(std::f64::consts::LOG2_E).unwrap()
+    } else {
+        m + d.exp().ln_1p()
+    }
 }
 
 /// Python's float floor division, as torch computes it (`div_floor`).
@@ -119,6 +155,8 @@ macro_rules! int_fn {
             BinaryOp::Pow => { let $f = |a: $T, b: $T| a.ipow(b); $body }
             BinaryOp::Maximum => { let $f = |a: $T, b: $T| a.max(b); $body }
             BinaryOp::Minimum => { let $f = |a: $T, b: $T| a.min(b); $body }
+            // C's `%`: the dividend's sign (division by zero is refused before the kernel)
+            BinaryOp::Fmod => { let $f = |a: $T, b: $T| if b == 0 { 0 } else { a.wrapping_rem(b) }; $body }
             BinaryOp::BitAnd => { let $f = |a: $T, b: $T| a.band(b); $body }
             BinaryOp::BitOr => { let $f = |a: $T, b: $T| a.bor(b); $body }
             BinaryOp::BitXor => { let $f = |a: $T, b: $T| a.bxor(b); $body }

@@ -14,7 +14,7 @@
 use crate::dtype::{DType, Scalar};
 use crate::element::Element;
 use crate::tensor::Tensor;
-use super::compute::{py_floor_div, py_fmod};
+use super::compute::{logaddexp, py_floor_div, py_fmod, xlogy};
 use super::BinaryOp;
 
 /// Below this many elements the fast path runs the loop on the calling thread; from it, the

@@ -49,6 +49,13 @@ pub enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    Atan2,
+    Hypot,
+    Fmod,
+    Copysign,
+    Xlogy,
+    Logaddexp,
+    Logaddexp2,
     BitAnd,
     BitOr,
     BitXor,
@@ -82,6 +89,13 @@ impl BinaryOp {
             Pow => ("pow", "PowBackward1"),
             Maximum => ("maximum", "MaximumBackward0"),
             Minimum => ("minimum", "MinimumBackward0"),
+            Atan2 => ("atan2", "Atan2Backward0"),
+            Hypot => ("hypot", "HypotBackward0"),
+            Fmod => ("fmod", "FmodBackward1"),
+            Copysign => ("copysign", "CopysignBackward0"),
+            Xlogy => ("xlogy", "XlogyBackward0"),
+            Logaddexp => ("logaddexp", "LogaddexpBackward0"),
+            Logaddexp2 => ("logaddexp2", "Logaddexp2Backward0"),
             BitAnd => ("bitwise_and", "NotImplemented"),
             BitOr => ("bitwise_or", "NotImplemented"),
             BitXor => ("bitwise_xor", "NotImplemented"),
@@ -122,7 +136,8 @@ impl BinaryOp {
     pub fn dtypes(self, common: DType) -> (DType, DType) {
         use BinaryOp::*;
         match self {
-            Div if !common.is_floating() => (DType::Float32, DType::Float32),
+            // torch promotes integer (and bool) operands of these to the default float dtype
+            Div | Atan2 | Copysign | Xlogy if !common.is_floating() => (DType::Float32, DType::Float32),
             Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor => (common, DType::Bool),
             _ => (common, common),
         }
@@ -136,6 +151,9 @@ impl BinaryOp {
             (DivFloor, DType::Bool) => "div_floor_cpu".into(),
             (DivTrunc, DType::Bool) => "div_trunc_cpu".into(),
             (Remainder, DType::Bool) => "remainder_cpu".into(),
+            (Fmod, DType::Bool) => "fmod_cpu".into(),
+            // float-only kernels: integer and bool operands are not promoted, they are refused
+            (Hypot | Logaddexp | Logaddexp2, d) if !d.is_floating() => format!("{}_cpu", self.def().name),
             // `b ** True` / `b ** False` are a copy / a fill of ones in torch.
             (Pow, DType::Bool) if matches!(b, Arg::Tensor(_)) => "pow".into(),
             _ => return Ok(()),
