@@ -1,6 +1,7 @@
 """`minigrad kernels`: the listing, and `--check`, which compiles every CUDA kernel instance with
 NVRTC (no GPU needed) and must fail on a kernel that does not compile."""
 
+import fcntl
 import glob
 import os
 import subprocess
@@ -41,14 +42,23 @@ def test_listing_names_every_source_and_kernel_template(capsys):
     assert f"{len(_C._cuda_sources())} CUDA sources, {total} instances" in out
 
 
+F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+
+
 def test_a_reader_that_stops_early_gets_no_traceback():
     """`minigrad kernels | head -1`: the listing stops quietly when the pipe closes (status 141,
     a shell's for a writer stopped by SIGPIPE), no BrokenPipeError traceback on stderr."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    proc = subprocess.Popen([sys.executable, "-m", "minigrad", "kernels", "--instances"], stdout=subprocess.PIPE,
+    # A pipe of one page (the listing is ~60 KB, less than a default 64 KB pipe, which could take
+    # all of it before the reader leaves): the writer is still writing when the pipe closes.
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen([sys.executable, "-m", "minigrad", "kernels", "--instances"], stdout=write_end,
                             stderr=subprocess.PIPE, env=env, cwd=REPO)
-    first = proc.stdout.readline()
-    proc.stdout.close()  # the reader leaves after one line
+    os.close(write_end)
+    reader = os.fdopen(read_end, "rb")
+    first = reader.readline()
+    reader.close()  # the reader leaves after one line
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141, err
     assert b"CUDA sources" in first, first
