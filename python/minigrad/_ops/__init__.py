@@ -17,15 +17,17 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     factories.py    Tensor.new_empty / new_zeros / new_ones / new_full / new_tensor
     gathers.py      take_along_dim, repeat_interleave
     differences.py  diff
+    closeness.py    isclose, allclose, equal
+    classify.py     isnan, isinf, isposinf, isneginf, isfinite, signbit
     fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
     einsum.py       einsum
-    _args.py        argument checks in torch's words (used by the five above)
+    _args.py        argument checks in torch's words (used by the families above)
 
 Importing this package registers everything; the package root exports FUNCTIONS as
 `minigrad.<name>`. Autograd registers Tensor.backward and Tensor.register_hook the same way.
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
-from . import differences, einsum, factories, fused, gathers, scans, shaping, sorting, stacking  # noqa: F401  (likewise)
+from . import classify, closeness, differences, einsum, factories, fused, gathers, scans, shaping, sorting, stacking  # noqa: F401  (likewise)
 from . import view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

@@ -82,6 +82,22 @@ def number_arg(op, name, position, value):
     return value
 
 
+def float_arg(op, name, position, value):
+    """torch's `float` (C++ double) argument: any real number, bool included, or a 0-d tensor
+    that does not require grad, as a Python float."""
+    if isinstance(value, _C.TensorBase):
+        if value.dim() == 0 and not value.requires_grad:
+            return float(value.item())
+    elif isinstance(value, numbers.Real):
+        return float(value)
+    raise wrong(op, name, position, "float", value)
+
+
+def cpp_double(v):
+    """A double as C++'s `<<` prints it in torch's messages (`-1`, `0.5`, `1e-20`, `nan`)."""
+    return format(v, "g")
+
+
 def dtype_arg(op, value):
     if value is not None and not isinstance(value, _C.dtype):
         raise wrong(op, "dtype", None, "torch.dtype", value)
