@@ -160,6 +160,35 @@ def test_binary_ops_with_broadcast_and_layouts(op, dtype):
             same(g(*[on(t) if isinstance(t, torch.Tensor) else t for t in args]), ref, exact)
 
 
+@pytest.mark.parametrize("op", ["atan2", "hypot", "fmod", "copysign", "xlogy", "logaddexp", "logaddexp2"])
+def test_binary_math_gradients_on_the_device(op):
+    """The new binary ops' backward formulas run on the device (their saved tensors and the ops
+    the formulas call stay there) and give torch's gradients."""
+    a = torch.tensor([[0.5, -1.5, 2.0], [3.0, 0.0, -0.25]], dtype=torch.float64)
+    b = torch.tensor([[1.5, 2.0, -0.5], [0.75, 1.0, 4.0]], dtype=torch.float64)
+    if op == "xlogy":
+        b = b.abs()
+    ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ma, mb = on(a).requires_grad_(), on(b).requires_grad_()
+    getattr(torch, op)(ta, tb).sum().backward()
+    out = getattr(mg, op)(ma, mb)
+    assert out.grad_fn.name() == getattr(torch, op)(ta, tb).grad_fn.name()
+    out.sum().backward()
+    same(ma.grad, ta.grad, exact=False)
+    same(mb.grad, tb.grad, exact=False)
+
+
+@pytest.mark.parametrize("name", ["trace", "diag", "diag_embed", "diagflat"])
+def test_diagonal_ops_and_their_gradients_on_the_device(name):
+    x = torch.arange(12.0).reshape(3, 4)
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    want, got = getattr(torch, name)(tx), getattr(mg, name)(mx)
+    same(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    same(mx.grad, tx.grad)
+
+
 def test_type_promotion_matches_torch():
     i = torch.tensor([1, 2, 3])
     f = torch.tensor([0.5, 1.5, -2.0])

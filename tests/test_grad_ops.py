@@ -940,6 +940,29 @@ register(
     Op("chunk", chunk_args, lambda L, x, n, d: x.chunk(n, d)),
 )
 
+
+# --- new tensors from and onto diagonals ---
+
+@st.composite
+def diag_embed_args(draw, key, inplace, side):
+    x = draw(tensor_leaf(R, min_dims=1, max_dims=3, side=side))
+    n = len(x.shape) + 1
+    a, b = draw(st.permutations(range(n)))[:2]
+    return [x, draw(st.integers(-2, 2)), a - n if draw(st.booleans()) else a, b - n if draw(st.booleans()) else b]
+
+
+@st.composite
+def diag_args(draw, key, inplace, side):
+    return [draw(tensor_leaf(R, min_dims=1, max_dims=2, side=side)), draw(st.integers(-3, 3))]
+
+
+register(
+    Op("trace", unary_args(R, min_dims=2, max_dims=2), lambda L, x: L.trace(x), tol="sum"),
+    Op("diag", diag_args, lambda L, x, o: x.diag(o)),
+    Op("diag_embed", diag_embed_args, lambda L, x, o, a, b: L.diag_embed(x, o, a, b)),
+    Op("diagflat", diag_args, lambda L, x, o: L.diagflat(x, o)),
+)
+
 # --- indexing: x[key] and x[key] = value ---
 
 

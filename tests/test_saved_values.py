@@ -75,6 +75,10 @@ PROGRAMS = {
     "hypot_self_without_grad": lambda m, x: m.hypot(x.detach(), x),
     "fmod_other_without_grad": lambda m, x: m.fmod(x, x.detach() + 3),
     "copysign_self_without_grad": lambda m, x: m.copysign(x.detach(), x),
+    "trace": lambda m, x: m.trace(x[1]),
+    "diag_of_a_matrix": lambda m, x: m.diag(x[0], -1),
+    "diag_embed": lambda m, x: m.diag_embed(x, 1, 0, -1),
+    "diagflat": lambda m, x: m.diagflat(x[0], 2),
     "mul_other_without_grad": lambda m, x: x.detach() * x,
     "div_self_without_grad": lambda m, x: x / (x.detach() + 5),
 }

@@ -19,6 +19,7 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     differences.py  diff
     closeness.py    isclose, allclose, equal
     classify.py     isnan, isinf, isposinf, isneginf, isfinite, signbit
+    diagonals.py    trace, diag, diag_embed, diagflat
     fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
     einsum.py       einsum
     _args.py        argument checks in torch's words (used by the families above)
@@ -28,6 +29,6 @@ Importing this package registers everything; the package root exports FUNCTIONS 
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
-from . import classify, closeness, differences, einsum, factories, fused, gathers, scans, shaping, sorting, stacking  # noqa: F401  (likewise)
-from . import view_composites  # noqa: F401  (likewise)
+from . import classify, closeness, diagonals, differences, einsum, factories, fused, gathers  # noqa: F401  (likewise)
+from . import scans, shaping, sorting, stacking, view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

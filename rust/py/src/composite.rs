@@ -1,5 +1,5 @@
 //! `_C` entry points for the ops the core composes from other ops: flip, roll, tril/triu,
-//! repeat/tile, sgn, nan_to_num, addcmul/addcdiv, lerp, einsum, addmm_. The Python wrappers
+//! repeat/tile, sgn, nan_to_num, trace/diag/diag_embed, addcmul/addcdiv, lerp, einsum, addmm_. The Python wrappers
 //! (`_ops/shaping.py`, `_ops/fused.py`, `_ops/einsum.py`, `_ops/linalg.py`) check argument
 //! kinds with torch's TypeErrors; these parse, release the GIL for large work, and return the
 //! very `self` object from in-place variants.
@@ -8,6 +8,7 @@ use crate::convert::{tensor_of, to_scalar, wrap};
 use crate::errors::{run, type_err};
 use crate::tensor::TensorBase;
 use minigrad_core::ops::fused::{self, Addc};
+use minigrad_core::ops::diag as dg;
 use minigrad_core::ops::nan_to_num::{self as ntn, Replacements};
 use minigrad_core::ops::{einsum as es, linalg, sgn as sg, shape_ops, Arg};
 use minigrad_core::{Scalar, Tensor};
@@ -85,6 +86,20 @@ pub fn nan_to_num(py: Python<'_>, x: &Bound<'_, TensorBase>, nan: f64, posinf: O
     wrap(py, out)
 }
 
+/// `trace` / `diag` / `diag_embed` (`op`), their ints already parsed by the Python wrapper.
+#[pyfunction]
+#[pyo3(signature = (x, op, offset=0, dim1=0, dim2=1))]
+pub fn diag_op(py: Python<'_>, x: &Bound<'_, TensorBase>, op: &str, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let out = match op {
+        "trace" => run(py, t.numel(), move || dg::trace(&t))?,
+        "diag" => run(py, t.numel(), move || dg::diag(&t, offset))?,
+        "diag_embed" => run(py, t.numel(), move || dg::diag_embed(&t, offset, dim1, dim2))?,
+        _ => return Err(type_err(format!("unknown diagonal op {}", op))),
+    };
+    wrap(py, out)
+}
+
 /// `addcmul` / `addcdiv` (`op`), out of place or in place.
 #[pyfunction]
 pub fn addc(py: Python<'_>, x: &Bound<'_, TensorBase>, t1: &Bound<'_, PyAny>, t2: &Bound<'_, PyAny>, value_: &Bound<'_, PyAny>, op: &str, inplace: bool) -> PyResult<Py<PyAny>> {
@@ -144,6 +159,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;
     m.add_function(wrap_pyfunction!(nan_to_num, m)?)?;
+    m.add_function(wrap_pyfunction!(diag_op, m)?)?;
     m.add_function(wrap_pyfunction!(addc, m)?)?;
     m.add_function(wrap_pyfunction!(lerp, m)?)?;
     m.add_function(wrap_pyfunction!(einsum, m)?)?;

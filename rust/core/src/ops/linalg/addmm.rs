@@ -154,7 +154,7 @@ fn save_operands(rec: &mut Recorder, mat1: &Tensor, mat2: &Tensor) -> Result<()>
         if other_needs {
             rec.save(name, m)?;
         } else {
-            rec.value(name, "None");
+            rec.not_saved(name);
         }
         let own_strides = if own_needs { m.layout.strides.iter().map(|&s| s as i64).collect() } else { Default::default() };
         rec.values(vec![(sizes, SavedValue::sizes(m.shape())), (strides, SavedValue::Ints(own_strides))]);

@@ -119,7 +119,7 @@ fn nll_record(name: &'static str, x: &Tensor, target: &Tensor, weight: Option<&T
     rec.save("total_weight", &total_weight)?;
     match weight {
         Some(w) => rec.save("weight", w)?,
-        None => rec.value("weight", "None"),
+        None => rec.not_saved("weight"),
     }
     let (has_w, two_d) = (weight.is_some(), name == "NllLoss2DBackward0");
     rec.finish(name, &[&out], Box::new(move |ctx| {
