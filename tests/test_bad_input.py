@@ -263,6 +263,18 @@ def writes_first(kind, name, kwargs, args):
     return False
 
 
+# functions whose `out` tensor may also come positionally (index in the positional arguments)
+OUT_POSITION = {"tensordot": 3}
+
+
+def out_argument(kind, name, args, kwargs):
+    """The tensor a call may write as its `out=` result (None when there is none)."""
+    if "out" in kwargs:
+        return kwargs["out"]
+    at = OUT_POSITION.get(name) if kind == "function" else None
+    return args[at] if at is not None and len(args) > at else None
+
+
 def outcome(f):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -286,7 +298,8 @@ def check_call(kind, name, arg_tokens, kw_tokens):
             args = [make(t) for t in arg_tokens]
         kwargs = {k: make(t) for k, t in kw_tokens}
         first = args[0] if args and isinstance(args[0], lib.Tensor) else None
-        watched = [t for t in make.tensors if not (writes_first(kind, name, kwargs, args) and t is first)]
+        out = out_argument(kind, name, args, kwargs)
+        watched = [t for t in make.tensors if not (writes_first(kind, name, kwargs, args) and t is first) and t is not out]
         before = snapshot(watched) if lib is mg else None
         # a pyo3 PanicException is a BaseException: it propagates and fails the test
         results[lib.__name__] = outcome(lambda: call(lib, kind, name, args, kwargs))
