@@ -956,7 +956,16 @@ def diag_args(draw, key, inplace, side):
     return [draw(tensor_leaf(R, min_dims=1, max_dims=2, side=side)), draw(st.integers(-3, 3))]
 
 
+@st.composite
+def nan_reduction_args(draw, key, inplace, side):
+    x = draw(tensor_leaf(R, side=side))
+    n = max(len(x.shape), 1)
+    return [x, draw(st.sampled_from([None, 0, -1, (0,), tuple(range(n))])), draw(st.booleans())]
+
+
 register(
+    Op("nansum", nan_reduction_args, lambda L, x, d, k: x.nansum(d, k), tol="sum"),
+    Op("nanmean", nan_reduction_args, lambda L, x, d, k: L.nanmean(x, d, k), tol="sum"),
     Op("trace", unary_args(R, min_dims=2, max_dims=2), lambda L, x: L.trace(x), tol="sum"),
     Op("diag", diag_args, lambda L, x, o: x.diag(o)),
     Op("diag_embed", diag_embed_args, lambda L, x, o, a, b: L.diag_embed(x, o, a, b)),

@@ -7,8 +7,8 @@ The layout is torch's. isnan, isinf and isfinite are composites in ATen (`x != x
 inf`, `(x == x) * (x.abs() != inf)`; `zeros_like` / `ones_like` for integers) and are composed
 the same way here. isposinf, isneginf and signbit are unary TensorIterator ops there, laid out as
 `x != x` is; a comparison with a Python number lays out size-1 and empty dims differently, so
-their number comparison is taken of a dense unary result (`neg`, `~`) instead of `x`, and an
-empty input answers `x != x` directly."""
+theirs compare with a tensor laid out like `x` (`full_like` keeps its strides), and an empty
+input answers `x != x` directly."""
 
 import math
 
@@ -44,15 +44,15 @@ def isinf(self):
 @method(function=True)
 def isposinf(self):
     if not _floating(self):
-        return self != self
-    return _unary(self, lambda x: -x == -math.inf)
+        return self != self  # torch fills a TensorIterator output (isinf: zeros_like)
+    return _unary(self, lambda x: x == _creation.full_like(x, math.inf))
 
 
 @method(function=True)
 def isneginf(self):
     if not _floating(self):
         return self != self
-    return _unary(self, lambda x: -x == math.inf)
+    return _unary(self, lambda x: x == _creation.full_like(x, -math.inf))
 
 
 @method(function=True)
@@ -67,11 +67,13 @@ def isfinite(self):
 @method(function=True)
 def signbit(self):
     """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit, which no
-    comparison sees (`copysign(1, -x)` carries it, flipped, to a number that compares). For
-    integers, `~x >= 0` is `x < 0` (two's complement: ~x = -x - 1)."""
+    comparison sees (`copysign(1, -x)` carries it, flipped, to a number that compares)."""
     if self.dtype == _C.bool or self.numel() == 0:
         return self != self
-    if not _floating(self):
-        return ~self.detach() >= 0
-    # negation flips exactly the sign bit (NaNs too) and lays the result out densely
-    return _C.binary(self.new_ones(()), -self.detach(), "copysign") > 0
+    x = self.detach()
+    if not _floating(x):
+        return x < _creation.zeros_like(x)
+    # `-x` (a unary op) is laid out as torch's unary signbit and is dense, so the tensors made
+    # like it keep its strides; negation flips exactly the sign bit, NaNs' too
+    neg = -x
+    return _C.binary(_creation.ones_like(neg), neg, "copysign") > _creation.zeros_like(neg)

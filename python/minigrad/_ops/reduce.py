@@ -292,6 +292,45 @@ def mean(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):
     return _sum_like(self, "mean", dim, keepdim, dtype)
 
 
+def _nan_args(op, dim, keepdim, dtype):
+    """nansum / nanmean's one signature, `(int[1]? dim=None, bool keepdim=False, *, dtype=None)`,
+    checked in torch's order and words."""
+    if dim is not None and not _is_int(dim):
+        if not isinstance(dim, (tuple, list)):
+            raise _argument_error(op, "dim", 1, "tuple of ints", dim)
+        for i, d in enumerate(dim):
+            if not _is_int(d):
+                raise TypeError(f"{op}(): argument 'dim' (position 1) must be tuple of ints, but found element of "
+                                f"type {_type_name(d)} at pos {i}")
+    if not isinstance(keepdim, bool):
+        raise _argument_error(op, "keepdim", 2, "bool", keepdim)
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {_type_name(dtype)}")
+    return _dims(dim), keepdim, dtype
+
+
+@method(function=True)
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """Sum over `dim` with every NaN counted as 0 (NansumBackward0: a NaN's gradient is 0)."""
+    dims, keepdim, dtype = _nan_args("nansum", dim, keepdim, dtype)
+    return _C.reduce(self, "nansum", dims, keepdim, dtype)
+
+
+@method(function=True)
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    """Mean over `dim` of the elements that are not NaN, composed as ATen composes it:
+    `nansum(...) / (count of non-NaN)` (DivBackward0 over NansumBackward0)."""
+    dims, keepdim, dtype = _nan_args("nanmean", dim, keepdim, dtype)
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{scalar_name(self.dtype)}")
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point "
+                           f"or complex dtype. Got: {scalar_name(dtype)}")
+    factor = _C.reduce(self.isnan().logical_not_(), "sum", dims, keepdim)
+    return _C.reduce(self, "nansum", dims, keepdim, dtype).div(factor)
+
+
 @method(function=True)
 @_overloads("(*, minigrad.dtype dtype = None)", "(int dim, bool keepdim = False, *, minigrad.dtype dtype = None)")
 def prod(self, dim=_MISSING, keepdim=_MISSING, *, dtype=None):

@@ -12,7 +12,7 @@ fn value(x: &Bound<'_, TensorBase>) -> minigrad_core::Tensor {
     x.borrow().t.clone()
 }
 
-/// Reductions over a list of dims: sum, mean, amax, amin, all, any, count_nonzero, logsumexp,
+/// Reductions over a list of dims: sum, nansum, mean, amax, amin, all, any, count_nonzero, logsumexp,
 /// and the all-element max_all/min_all.
 #[pyfunction]
 #[pyo3(signature = (x, op, dims=None, keepdim=false, dtype=None))]
@@ -29,6 +29,7 @@ pub fn reduce(
     let d = dims.as_deref();
     let out = match op {
         "sum" => run(py, t.numel(), || ops::sum(&t, d, keepdim, dtype)),
+        "nansum" => run(py, t.numel(), || ops::nansum(&t, d, keepdim, dtype)),
         "mean" => run(py, t.numel(), || ops::mean(&t, d, keepdim, dtype)),
         "amax" | "amin" => run(py, t.numel(), || ops::amax(&t, d.unwrap_or(&[]), keepdim, op == "amax")),
         "max_all" | "min_all" => run(py, t.numel(), || ops::max_all(&t, op == "max_all")),

@@ -74,6 +74,35 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
     Ok(out)
 }
 
+/// Differentiable `nansum(dim, keepdim, dtype=)` (NansumBackward0): sum with every NaN counted
+/// as 0 (integers and bool: sum itself). torch's nansum_backward: the gradient cast to self's
+/// dtype, expanded back as sum's, times `self.isnan().logical_not()` (so a NaN's gradient is 0,
+/// with the sign a product gives).
+pub fn nansum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    crate::autograd::precheck(&[Some(x)])?;
+    let rec = Recorder::new(&[Some(x)])?;
+    let out = if x.dtype().is_floating() {
+        let nan = fm::cmp(BinaryOp::Ne, x, &OpArg::Tensor(x.clone()))?;
+        let zeros = fm::zeros_like(x)?;
+        sum_raw(&binary::where_raw(&nan, &OpArg::Tensor(zeros), &OpArg::Tensor(x.clone()))?, dims, keepdim, dtype)?
+    } else {
+        sum_raw(x, dims, keepdim, dtype)?
+    };
+    let Some(mut rec) = rec else { return Ok(out) };
+    rec.value("dim", py_opt_ints(dims));
+    rec.value("keepdim", py_bool(keepdim));
+    rec.save("self", x)?;
+    let rd = unsqueezed_dims(x.ndim(), dims)?;
+    let (shape, self_dtype) = (x.shape().to_vec(), x.dtype());
+    rec.finish("NansumBackward0", &[&out], Box::new(move |ctx| {
+        let x = ctx.saved(0);
+        let g = fm::cast(ctx.grad(), self_dtype)?;
+        let kept = fm::cmp(BinaryOp::Eq, x, &OpArg::Tensor(x.clone()))?; // not NaN
+        Ok(vec![Some(fm::mul(&fm::expand_back(&g, &shape, &rd, keepdim)?, &kept)?)])
+    }))?;
+    Ok(out)
+}
+
 /// The dims torch's `sum_backward` unsqueezes the gradient at before expanding it: none for a
 /// reduction of everything (`dim` absent or empty: the 0-d gradient is expanded directly, one
 /// ExpandBackward0 node), else the reduced dims.
