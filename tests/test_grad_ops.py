@@ -620,6 +620,8 @@ register(
     Op("amin", reduce_args(SMALL, allow_none=False), lambda L, x, d, k: x.amin(d, k)),
     Op("var", var_args, var_call("var"), tol="sum"),
     Op("std", var_args, var_call("std"), tol="sum"),
+    Op("var_mean", var_args, lambda L, x, d, k, c: L.var_mean(x, d, correction=c, keepdim=k), tol="sum"),
+    Op("std_mean", var_args, lambda L, x, d, k, c: L.std_mean(x, d, correction=c, keepdim=k), tol="sum"),
     Op("norm", norm_args, lambda L, x, p, d, k: x.norm(p, d, k), tol="sum"),
     # no dim=(): torch's logsumexp backward fails to broadcast its gradient then
     Op("logsumexp", reduce_args(R, allow_none=False, allow_empty=False), lambda L, x, d, k: x.logsumexp(d, keepdim=k),

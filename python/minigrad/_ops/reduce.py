@@ -18,7 +18,7 @@ from .. import _C
 from .._tensor import Tensor
 from ._args import scalar_name, wrap_dim
 from .registry import _forward as _generic_forward
-from .registry import add_function, method
+from .registry import add_function, function, method
 
 # "Not passed", told apart from an explicit None (torch's overloads care: sum(dim=None,
 # keepdim=True) is fine, sum(keepdim=True) is not).
@@ -40,11 +40,12 @@ def _arg_desc(args, kwargs):
     return "(" + (text[:-2] if args else text) + ")"
 
 
-def _overloads(*options, positional=None):
+def _overloads(*options, positional=None, function=False):
     """Decorates a method whose torch signature has these overloads: argument mistakes raise
     torch's TypeError ("received an invalid combination of arguments" or, for a single
     signature, "unexpected keyword argument" / "missing required positional arguments" / "takes
-    from lo to hi positional arguments", with `positional` = (lo, hi) as torch counts them)."""
+    from lo to hi positional arguments", with `positional` = (lo, hi) as torch counts them). A
+    `function` (not a method) counts its input among the arguments it got."""
 
     def decorate(fn):
         name = fn.__name__
@@ -61,7 +62,7 @@ def _overloads(*options, positional=None):
                     raise
                 if len(options) == 1:
                     raise TypeError(_single_signature_message(name, str(e), positional, len(args))) from None
-            got = _arg_desc(args, kwargs)
+            got = _arg_desc((self, *args) if function else args, kwargs)
             lines = "".join(f" * {o}\n" for o in options)
             raise TypeError(f"{name}() received an invalid combination of arguments - got {got}, but expected one of:\n{lines}")
 
@@ -182,6 +183,7 @@ _VAR_OPTIONS = (
     "(tuple of ints dim = None, *, Number correction = None, bool keepdim = False)",
     "(bool unbiased = True)",
 )
+_VAR_FUNCTION_OPTIONS = tuple(o.replace("(", "(Tensor input, ", 1).replace(", )", ")") for o in _VAR_OPTIONS)
 _ALL_OPTIONS = ("()", "(tuple of ints dim = None, bool keepdim = False)", "(int dim, bool keepdim = False)")
 
 
@@ -241,7 +243,7 @@ def _max_min(self, is_max, dim, keepdim, other):
     return (return_types.max if is_max else return_types.min)((values, indices))
 
 
-def _var_std(self, sqrt, dim, unbiased, keepdim, correction):
+def _var_std(self, sqrt, dim, unbiased, keepdim, correction, with_mean=False):
     if isinstance(dim, bool):
         # The (bool unbiased) overload: var(False).
         if unbiased is not _MISSING or keepdim is not _MISSING or correction is not _MISSING:
@@ -260,10 +262,10 @@ def _var_std(self, sqrt, dim, unbiased, keepdim, correction):
     else:
         raise _BadArgs
     dims = None if dim is _MISSING else _dims(dim)
-    out, warning = _C.var(self, dims, corr, _flag(keepdim), sqrt)
+    *outs, warning = (_C.var_mean if with_mean else _C.var)(self, dims, corr, _flag(keepdim), sqrt)
     if warning is not None:
         _warn_at_caller(warning)
-    return out
+    return tuple(outs) if with_mean else outs[0]
 
 
 def _softmax(self, name, dim, dtype, log):
@@ -398,6 +400,24 @@ def var(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_
 def std(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
     """Standard deviation over `dim` with `correction` (default 1; legacy `unbiased`)."""
     return _var_std(self, True, dim, unbiased, keepdim, correction)
+
+
+@function
+@_overloads(*_VAR_FUNCTION_OPTIONS, function=True)
+def var_mean(input, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
+    """(variance, mean) over `dim`, one node for both (VarMeanBackward0); arguments as `var`'s."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"var_mean(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
+    return _var_std(input, False, dim, unbiased, keepdim, correction, with_mean=True)
+
+
+@function
+@_overloads(*_VAR_FUNCTION_OPTIONS, function=True)
+def std_mean(input, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
+    """(standard deviation, mean) over `dim`, one node for both (StdMeanBackward0)."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"std_mean(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
+    return _var_std(input, True, dim, unbiased, keepdim, correction, with_mean=True)
 
 
 @method(function=True)

@@ -66,6 +66,11 @@ pub fn argmax(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, keepd
     wrap(py, out)
 }
 
+/// torch's warning when a variance has no degrees of freedom left.
+fn dof_warning(op: &str) -> String {
+    format!("{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel).")
+}
+
 /// `var` / `std` (`sqrt`): (result, warning text or None). torch warns when the degrees of
 /// freedom are <= 0; Python issues the warning so it points at the user's line.
 #[pyfunction]
@@ -73,13 +78,18 @@ pub fn argmax(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, keepd
 pub fn var(py: Python<'_>, x: &Bound<'_, TensorBase>, dims: Option<Vec<i64>>, correction: f64, keepdim: bool, sqrt: bool) -> PyResult<(Py<PyAny>, Option<String>)> {
     let t = value(x);
     let (out, warn) = run(py, t.numel(), || ops::var(&t, dims.as_deref(), correction, keepdim, sqrt))?;
-    let warning = warn.then(|| {
-        format!(
-            "{}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel).",
-            if sqrt { "std" } else { "var" }
-        )
-    });
+    let warning = warn.then(|| dof_warning(if sqrt { "std" } else { "var" }));
     Ok((wrap(py, out)?, warning))
+}
+
+/// `var_mean` / `std_mean` (`sqrt`): (spread, mean, warning text or None), as `var`.
+#[pyfunction]
+#[pyo3(signature = (x, dims, correction, keepdim, sqrt))]
+pub fn var_mean(py: Python<'_>, x: &Bound<'_, TensorBase>, dims: Option<Vec<i64>>, correction: f64, keepdim: bool, sqrt: bool) -> PyResult<(Py<PyAny>, Py<PyAny>, Option<String>)> {
+    let t = value(x);
+    let (spread, centre, warn) = run(py, t.numel(), || ops::var_mean(&t, dims.as_deref(), correction, keepdim, sqrt))?;
+    let warning = warn.then(|| dof_warning(if sqrt { "std_mean" } else { "var_mean" }));
+    Ok((wrap(py, spread)?, wrap(py, centre)?, warning))
 }
 
 #[pyfunction]
@@ -106,6 +116,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(max_dim, m)?)?;
     m.add_function(wrap_pyfunction!(argmax, m)?)?;
     m.add_function(wrap_pyfunction!(var, m)?)?;
+    m.add_function(wrap_pyfunction!(var_mean, m)?)?;
     m.add_function(wrap_pyfunction!(vector_norm, m)?)?;
     m.add_function(wrap_pyfunction!(softmax, m)?)?;
     Ok(())

@@ -41,7 +41,7 @@ pub use norm::{vector_norm, vector_norm_raw};
 pub use softmax::{softmax, softmax_raw};
 pub(crate) use softmax::softmax_cpu_kernel;
 pub use sum_prod::{mean, mean_raw, nansum, prod, prod_raw, sum, sum_raw};
-pub use var_std::{var, var_raw};
+pub use var_std::{var, var_mean, var_raw};
 
 /// The reduction family: each op's public name (as in error messages) and torch's backward
 /// node name (the form with a `dim` where torch has two).

@@ -106,7 +106,7 @@ pub fn nansum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DTy
 /// The dims torch's `sum_backward` unsqueezes the gradient at before expanding it: none for a
 /// reduction of everything (`dim` absent or empty: the 0-d gradient is expanded directly, one
 /// ExpandBackward0 node), else the reduced dims.
-fn unsqueezed_dims(ndim: usize, dims: Option<&[i64]>) -> Result<Vec<usize>> {
+pub(super) fn unsqueezed_dims(ndim: usize, dims: Option<&[i64]>) -> Result<Vec<usize>> {
     match dims {
         None | Some([]) => Ok(vec![]),
         Some(_) => reduced_dims(ndim, dims, DimCheck::WrapAllFirst),
@@ -128,9 +128,14 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     let n = reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?.iter().map(|&d| x.shape()[d]).product::<usize>() as f64;
     let rd = unsqueezed_dims(x.ndim(), dims)?;
     let shape = x.shape().to_vec();
-    // torch's mean_backward: sum_backward(grad) / n, the division after the expansion
-    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(div_s(&fm::expand_back(ctx.grad(), &shape, &rd, keepdim)?, n)?)])))?;
+    rec.finish(name, &[&out], Box::new(move |ctx| Ok(vec![Some(mean_backward(ctx.grad(), &shape, &rd, keepdim, n)?)])))?;
     Ok(out)
+}
+
+/// torch's mean_backward: sum_backward(grad) / n, the division after the expansion (`rd`: the
+/// dims to unsqueeze first, as `unsqueezed_dims` gives them; `n`: the count averaged over).
+pub(super) fn mean_backward(g: &Tensor, shape: &[usize], rd: &[usize], keepdim: bool, n: f64) -> Result<Tensor> {
+    div_s(&fm::expand_back(g, shape, rd, keepdim)?, n)
 }
 
 /// torch's prod_backward: `grad * result / self` when no element is zero; otherwise

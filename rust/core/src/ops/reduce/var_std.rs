@@ -78,6 +78,58 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
     Ok((out, warn))
 }
 
+/// `var_mean` / `std_mean` (`sqrt`): both statistics over the same dims, one node for the two
+/// outputs (VarMeanBackward0 saves self; StdMeanBackward0 also `result0`, the std). Its
+/// gradient is torch's var_mean_backward / std_mean_backward: var's (or std's) gradient plus
+/// mean's, for whichever outputs received one. Also says whether torch warns (as `var_raw`).
+pub fn var_mean(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, Tensor, bool)> {
+    crate::autograd::precheck(&[Some(x)])?;
+    if !x.dtype().is_floating() {
+        let name = if sqrt { "std_mean" } else { "var_mean" };
+        return Err(Error::Runtime(format!("{name} only support floating point and complex dtypes")));
+    }
+    let (spread, warn) = var_raw(x, dims, correction, keepdim, sqrt)?;
+    let centre = super::mean_raw(x, dims, keepdim, None)?;
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((spread, centre, warn)) };
+    rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
+    rec.value("dim", py_opt_ints(dims));
+    rec.value("keepdim", py_bool(keepdim));
+    rec.save("self", x)?;
+    if sqrt {
+        rec.save_output("result0", &spread, 0);
+    }
+    let d: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+    let rd = super::sum_prod::unsqueezed_dims(x.ndim(), dims)?;
+    let reduced = match dims {
+        None | Some([]) => x.numel(),
+        Some(_) => super::reduced_dims(x.ndim(), dims, DimCheck::WrapAllFirst)?.iter().map(|&i| x.shape()[i]).product(),
+    } as f64;
+    let shape = x.shape().to_vec();
+    let name = if sqrt { "StdMeanBackward0" } else { "VarMeanBackward0" };
+    rec.finish(name, &[&spread, &centre], Box::new(move |ctx| {
+        let x = ctx.saved(0);
+        let mut gself: Option<Tensor> = None;
+        if let Some(g) = ctx.grads[0].as_ref() {
+            let g = if sqrt {
+                let r = ctx.saved(1);
+                zero_at(&fm::div(g, &fm::mul_s(r, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, r, 0.0)?)?
+            } else {
+                g.clone()
+            };
+            gself = Some(var_backward(&g, x, d.as_deref(), correction, keepdim)?);
+        }
+        if let Some(g) = ctx.grads[1].as_ref() {
+            let aux = super::sum_prod::mean_backward(g, &shape, &rd, keepdim, reduced)?;
+            gself = Some(match gself {
+                Some(v) => fm::add(&v, &aux)?,
+                None => aux,
+            });
+        }
+        Ok(vec![gself])
+    }))?;
+    Ok((spread, centre, warn))
+}
+
 #[cfg(test)]
 mod grad_tests {
     use super::*;
