@@ -189,6 +189,24 @@ def test_diagonal_ops_and_their_gradients_on_the_device(name):
     same(mx.grad, tx.grad)
 
 
+def test_index_fill_and_index_copy_on_the_device():
+    x = torch.arange(12.0).reshape(3, 4)
+    src = torch.arange(8.0).reshape(2, 4) * -1
+    idx = torch.tensor([2, 0])
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    ts, ms = src.clone().requires_grad_(), on(src).requires_grad_()
+    want = tx.index_fill(1, idx, 0.5).index_copy(0, idx, ts)
+    got = mx.index_fill(1, on(idx), 0.5).index_copy(0, on(idx), ms)
+    same(got, want)
+    (want * want).sum().backward()
+    (got * got).sum().backward()
+    same(mx.grad, tx.grad)
+    same(ms.grad, ts.grad)
+    y = on(x)
+    assert y.index_fill_(0, on(torch.tensor([-1])), 7.0) is y and y._version == 1
+    same(y, x.index_fill(0, torch.tensor([-1]), 7.0))
+
+
 def test_type_promotion_matches_torch():
     i = torch.tensor([1, 2, 3])
     f = torch.tensor([0.5, 1.5, -2.0])

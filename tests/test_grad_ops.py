@@ -772,6 +772,29 @@ def index_add_args(draw, key, inplace, side):
     return [x, d, Data(idx), src, draw(st.sampled_from([1, 2, -0.5]))]
 
 
+@st.composite
+def index_copy_args(draw, key, inplace, side):
+    x = draw(leaf(draw(shapes(1, 3, side)), R, grad=draw(st.integers(0, 3)) > 0 or inplace))
+    d = draw(st.integers(-len(x.shape), len(x.shape) - 1))
+    picks = draw(st.permutations(range(x.shape[d])))[:draw(st.integers(0, x.shape[d]))]
+    sshape = list(x.shape)
+    sshape[d] = len(picks)
+    src = draw(leaf(tuple(sshape), R, grad=draw(st.integers(0, 3)) > 0))
+    return [x, d, Data(np.array(picks, dtype=np.int64)), src]
+
+
+@st.composite
+def index_fill_args(draw, key, inplace, side):
+    x = draw(leaf(draw(shapes(1, 3, side)), R, grad=draw(st.integers(0, 3)) > 0 or inplace))
+    d = draw(st.integers(-len(x.shape), len(x.shape) - 1))
+    n = draw(st.integers(0, side + 1)) if x.shape[d] else 0
+    idx = index_array(draw, (n,), x.shape[d])
+    value = draw(st.sampled_from([1.5, -2, "tensor"]))
+    if value == "tensor":
+        value = draw(leaf((), R, grad=draw(st.booleans())))
+    return [x, d, Data(idx), value]
+
+
 register(
     Op("cat", cat_args, lambda L, items, d: L.cat(items, d)),
     Op("stack", stack_args, lambda L, items, d: L.stack(items, d)),
@@ -784,6 +807,13 @@ register(
     Op("index_select", index_select_args, lambda L, x, d, i: x.index_select(d, i)),
     Op("index_add", index_add_args, lambda L, x, d, i, s, a: x.index_add(d, i, s, alpha=a),
        lambda L, y, d, i, s, a: y.index_add_(d, i, s, alpha=a), tol="sum"),
+    # (distinct indices: with repeats the last slice wins while torch's formula still sends the
+    # gradient to every repeat, which no finite difference agrees with; values:
+    # tests/test_index_fill_copy.py)
+    Op("index_copy", index_copy_args, lambda L, x, d, i, s: x.index_copy(d, i, s),
+       lambda L, y, d, i, s: y.index_copy_(d, i, s)),
+    Op("index_fill", index_fill_args, lambda L, x, d, i, v: x.index_fill(d, i, v),
+       lambda L, y, d, i, v: y.index_fill_(d, i, v), tol="sum"),
 )
 
 # --- views ---

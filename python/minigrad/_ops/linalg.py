@@ -2,7 +2,7 @@
 written once.
 
 Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_), joins (cat/concat/concatenate, stack) and index ops
-(gather, scatter, scatter_add, index_select, index_add, masked_select, masked_scatter), with in-place `_`
+(gather, scatter, scatter_add, index_select, index_add, index_fill, index_copy, masked_select, masked_scatter), with in-place `_`
 variants that return `self`. Argument kinds are checked here with torch's TypeError texts;
 everything else (shapes, dtypes, indices) is checked in the Rust core (rust/py/src/linalg.rs ->
 rust/core/src/ops/linalg.rs, join.rs, gather.rs, mask.rs, mask_scatter.rs).
@@ -17,6 +17,7 @@ their own signature, so neither form pays for a wrapper call.
 """
 
 import inspect
+import numbers
 import warnings
 
 from .. import _C
@@ -277,6 +278,52 @@ def index_add(shift):
 @method()
 def index_add_(self, dim, index, source, *, alpha=1):
     return _index_add("index_add_", self, dim, index, source, alpha, 0, True)
+
+
+def _index_fill(op, input, dim, index, value, shift, inplace):
+    if shift:
+        _need_tensor(op, "input", 1, input)
+    dim = _need_int(op, "dim", dim)
+    _need_tensor(op, "index", 2 + shift, index)
+    if not isinstance(value, (_C.TensorBase, numbers.Number)) or isinstance(value, complex):
+        raise TypeError(f"{op}(): argument 'value' (position {3 + shift}) must be Number, not {type(value).__name__}")
+    return _C.index_fill(input, dim, index, value, inplace)
+
+
+@_method_and_function
+def index_fill(shift):
+    def index_fill(input, dim, index, value):
+        """Slices along `dim` at `index` set to `value` (a number or a 0-d tensor)."""
+        return _index_fill("index_fill", input, dim, index, value, shift, False)
+    return index_fill
+
+
+@method()
+def index_fill_(self, dim, index, value):
+    return _index_fill("index_fill_", self, dim, index, value, 0, True)
+
+
+def _index_copy(op, input, dim, index, source, shift, inplace):
+    if shift:
+        _need_tensor(op, "input", 1, input)
+    dim = _need_int(op, "dim", dim)
+    _need_tensor(op, "index", 2 + shift, index)
+    _need_tensor(op, "source", 3 + shift, source)
+    return _C.index_copy(input, dim, index, source, inplace)
+
+
+@_method_and_function
+def index_copy(shift):
+    def index_copy(input, dim, index, source):
+        """Slices along `dim` at `index` replaced by source's slices, in order (the last of
+        repeated indices wins)."""
+        return _index_copy("index_copy", input, dim, index, source, shift, False)
+    return index_copy
+
+
+@method()
+def index_copy_(self, dim, index, source):
+    return _index_copy("index_copy_", self, dim, index, source, 0, True)
 
 
 # ----- joining (module functions only) -----

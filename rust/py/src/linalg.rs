@@ -119,7 +119,32 @@ pub fn index_add(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bo
     result(py, x, out, inplace)
 }
 
+/// `index_fill(dim, index, value)`: `value` a number or a 0-d tensor (torch's two overloads).
+#[pyfunction]
+#[pyo3(signature = (x, dim, index, value, inplace=false))]
+pub fn index_fill(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i) = (x.borrow().t.clone(), tensor_of(index, "index")?);
+    let value = match value.cast::<TensorBase>() {
+        Ok(v) => gops::FillValue::Tensor(v.borrow().t.clone()),
+        Err(_) => gops::FillValue::Number(to_scalar(value)?.ok_or_else(|| type_err("index_fill(): value must be a number or a tensor"))?),
+    };
+    let work = t.numel();
+    let out = run(py, work, move || gops::index_fill(&t, dim, &i, &value, inplace))?;
+    result(py, x, out, inplace)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, dim, index, source, inplace=false))]
+pub fn index_copy(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i, s) = (x.borrow().t.clone(), tensor_of(index, "index")?, tensor_of(source, "source")?);
+    let work = t.numel();
+    let out = run(py, work, move || gops::index_copy(&t, dim, &i, &s, inplace))?;
+    result(py, x, out, inplace)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(index_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
     m.add_function(wrap_pyfunction!(addmm, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;

@@ -88,14 +88,20 @@ pub fn copy_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// `fill_(value)` / `zero_()`. torch lets these write an expanded tensor (every alias gets the
 /// same value), so the write goes to the distinct elements: dims of stride 0 are dropped first.
 pub fn fill_inplace_raw(dst: &Tensor, value: Scalar) -> Result<()> {
+    let target = distinct_elements(dst);
+    crate::ops::write::write(&target, &[], |_| crate::device::backend_for(&[&target])?.fill(&target, value))
+}
+
+/// `dst` with its stride-0 dims cut to one element: each memory location once (what a fill
+/// of an expanded tensor writes).
+pub(crate) fn distinct_elements(dst: &Tensor) -> Tensor {
     let mut distinct = dst.layout.clone();
     for (s, &st) in distinct.shape.iter_mut().zip(&dst.layout.strides) {
         if st == 0 {
             *s = (*s).min(1);
         }
     }
-    let target = Tensor { layout: distinct, ..dst.clone() };
-    crate::ops::write::write(&target, &[], |_| crate::device::backend_for(&[&target])?.fill(&target, value))
+    Tensor { layout: distinct, ..dst.clone() }
 }
 
 /// An empty tensor laid out like `layout` (offset 0, storage just large enough), as torch's

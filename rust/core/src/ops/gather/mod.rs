@@ -24,10 +24,12 @@ use crate::shape::wrap_dim;
 use crate::tensor::Tensor;
 
 mod gather_scatter;
+mod index_fill_copy;
 mod index_select;
 
 pub use gather_scatter::{gather, gather_raw, scatter, scatter_add, scatter_add_raw, scatter_raw, Reduce, Source};
 pub(crate) use gather_scatter::{gather_in_bounds, scatter_in_bounds};
+pub use index_fill_copy::{index_copy, index_copy_raw, index_fill, index_fill_raw, FillValue};
 pub use index_select::{index_add, index_add_raw, index_select, index_select_raw};
 
 fn is_index_dtype(t: &Tensor) -> bool {
