@@ -2,13 +2,15 @@
 `movedim`/`moveaxis` (a permute: PermuteBackward0), `swapdims` (transpose; `swapdims_`:
 transpose_, TransposeBackward1), `broadcast_to` (expand), `unflatten` (a view: ViewBackward0),
 `tensor_split` and `hsplit`/`vsplit`/`dsplit` (slices: one SliceBackward0 per piece), `meshgrid`
-(a view and an expand per grid). Argument checks and errors are torch's (ATen's
-TensorShape.cpp), in its words.
+(a view and an expand per grid), and `broadcast_shapes` (the shape arithmetic alone). Argument
+checks and errors are torch's (ATen's TensorShape.cpp, torch._refs), in its words.
 """
 
 import warnings
+from collections.abc import Sequence
 
 from .. import _C
+from .._size import Size
 from ._args import int_arg, ints_arg, is_int, scalar_name, tensor_arg, type_name, wrap_dim
 from .registry import add_function, function, method
 
@@ -106,6 +108,32 @@ def _broadcast_to_function(input, size):
 
 _broadcast_to_function.__name__ = _broadcast_to_function.__qualname__ = "broadcast_to"
 add_function("broadcast_to", _broadcast_to_function)
+
+
+@function
+def broadcast_shapes(*shapes):
+    """The shape tensors of these shapes would broadcast to, computed from the shapes alone (an
+    int is a 1-d shape, None is skipped), as torch's `_broadcast_shapes` computes it."""
+    shapes = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
+    if not shapes:
+        return Size([])
+    for shape in shapes:
+        if not isinstance(shape, Sequence):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {shape}")
+    common = [1] * max(len(shape) for shape in shapes)
+    for arg, shape in enumerate(shapes):
+        for i in range(-1, -1 - len(shape), -1):
+            if shape[i] == common[i]:
+                continue
+            if common[i] == 1:
+                if shape[i] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[i] = shape[i]
+            if shape[i] != 1 and common[i] != shape[i]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching "
+                                   f"argument at index {arg} had {shape}; but expected shape should be broadcastable "
+                                   f"to {common}")
+    return Size(common)
 
 
 @method()
