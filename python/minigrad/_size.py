@@ -13,7 +13,7 @@ class Size(tuple):
             return fast
         items = []
         for i, d in enumerate(sizes):
-            if isinstance(d, bool) or not hasattr(type(d), "__index__") or isinstance(d, float):
+            if not hasattr(type(d), "__index__") or isinstance(d, float):  # a bool is an int here, as in torch
                 raise TypeError(f"minigrad.Size() takes an iterable of 'int' (item {i} is '{type(d).__name__}')")
             items.append(operator.index(d))
         return super().__new__(cls, items)

@@ -110,6 +110,14 @@ _broadcast_to_function.__name__ = _broadcast_to_function.__qualname__ = "broadca
 add_function("broadcast_to", _broadcast_to_function)
 
 
+def _decided(answer):
+    """A size comparison must give a bool (a tensor among the sizes gives a tensor: torch's
+    `guard_or_false` refuses it with this AssertionError)."""
+    if not isinstance(answer, bool):
+        raise AssertionError(f"Expected bool, got {type(answer)}")
+    return answer
+
+
 @function
 def broadcast_shapes(*shapes):
     """The shape tensors of these shapes would broadcast to, computed from the shapes alone (an
@@ -123,13 +131,13 @@ def broadcast_shapes(*shapes):
     common = [1] * max(len(shape) for shape in shapes)
     for arg, shape in enumerate(shapes):
         for i in range(-1, -1 - len(shape), -1):
-            if shape[i] == common[i]:
+            if _decided(shape[i] == common[i]):
                 continue
-            if common[i] == 1:
+            if _decided(common[i] == 1):
                 if shape[i] < 0:
                     raise ValueError("Attempting to broadcast a dimension with negative length!")
                 common[i] = shape[i]
-            if shape[i] != 1 and common[i] != shape[i]:
+            if not _decided(shape[i] == 1) and not _decided(common[i] == shape[i]):
                 raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching "
                                    f"argument at index {arg} had {shape}; but expected shape should be broadcastable "
                                    f"to {common}")
