@@ -189,6 +189,19 @@ def test_diagonal_ops_and_their_gradients_on_the_device(name):
     same(mx.grad, tx.grad)
 
 
+def test_aminmax_var_mean_and_nansum_on_the_device():
+    x = torch.tensor([[1.0, 3.0, 3.0], [2.0, float("nan"), 0.0]])
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    r, tr = mg.aminmax(mx.nan_to_num(), dim=1), torch.aminmax(tx.nan_to_num(), dim=1)
+    v, tv = mg.var_mean(mx.nan_to_num(), 0), torch.var_mean(tx.nan_to_num(), 0)
+    n, tn = mx.nansum(1), tx.nansum(1)
+    for got, want in ((r.min, tr.min), (r.max, tr.max), (v[0], tv[0]), (v[1], tv[1]), (n, tn)):
+        same(got, want, exact=False)
+    (r.min.sum() + r.max.sum() * 2 + v[0].sum() + v[1].sum() + n.sum()).backward()
+    (tr.min.sum() + tr.max.sum() * 2 + tv[0].sum() + tv[1].sum() + tn.sum()).backward()
+    same(mx.grad, tx.grad, exact=False)
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

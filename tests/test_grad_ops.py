@@ -580,6 +580,14 @@ def var_args(draw, key, inplace, side):
     return [x, d, k, c]
 
 
+@st.composite
+def aminmax_args(draw, key, inplace, side):
+    x = draw(tensor_leaf(SMALL, min_dims=0, side=side))
+    assume(x.shape == () or all(x.shape))  # no empty reductions (torch refuses them)
+    n = max(len(x.shape), 1)
+    return [x, draw(st.sampled_from([None] + list(range(-n, n)))), draw(st.booleans())]
+
+
 def var_call(name):
     def f(L, x, d, k, c):
         if d is None and c is None:
@@ -620,6 +628,7 @@ register(
     Op("amin", reduce_args(SMALL, allow_none=False), lambda L, x, d, k: x.amin(d, k)),
     Op("var", var_args, var_call("var"), tol="sum"),
     Op("std", var_args, var_call("std"), tol="sum"),
+    Op("aminmax", aminmax_args, lambda L, x, d, k: L.aminmax(x, dim=d, keepdim=k)),
     Op("var_mean", var_args, lambda L, x, d, k, c: L.var_mean(x, d, correction=c, keepdim=k), tol="sum"),
     Op("std_mean", var_args, lambda L, x, d, k, c: L.std_mean(x, d, correction=c, keepdim=k), tol="sum"),
     Op("norm", norm_args, lambda L, x, p, d, k: x.norm(p, d, k), tol="sum"),

@@ -83,6 +83,8 @@ PROGRAMS = {
     "nansum_all": lambda m, x: m.nansum(x),
     "var_mean": lambda m, x: m.var_mean(x, (0, 2), correction=0)[1],
     "std_mean": lambda m, x: m.std_mean(x, unbiased=False)[0],
+    "aminmax_dim": lambda m, x: m.aminmax(x, dim=-1, keepdim=True).max,
+    "aminmax_all": lambda m, x: x.aminmax().min,
     "mul_other_without_grad": lambda m, x: x.detach() * x,
     "div_self_without_grad": lambda m, x: x / (x.detach() + 5),
 }

@@ -167,7 +167,30 @@ class return_types:
         __slots__ = ()
 
 
-for _cls in (return_types.max, return_types.min):
+    class aminmax(tuple):
+        """(min, max), as `torch.return_types.aminmax`."""
+
+        __slots__ = ()
+        _fields = ("min", "max")
+        n_fields = n_sequence_fields = 2
+        n_unnamed_fields = 0
+
+        def __new__(cls, pair):
+            return super().__new__(cls, pair)
+
+        @property
+        def min(self):
+            return self[0]
+
+        @property
+        def max(self):
+            return self[1]
+
+        def __repr__(self):
+            return f"minigrad.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
+
+
+for _cls in (return_types.max, return_types.min, return_types.aminmax):
     _cls.__module__ = "minigrad.return_types"
     _cls.__qualname__ = _cls.__name__
 
@@ -400,6 +423,34 @@ def var(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_
 def std(self, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
     """Standard deviation over `dim` with `correction` (default 1; legacy `unbiased`)."""
     return _var_std(self, True, dim, unbiased, keepdim, correction)
+
+
+@method()
+def aminmax(self, *args, dim=None, keepdim=False):
+    """(min, max) over `dim` (None: every element) in one call, one node for both
+    (AminmaxBackward0: each result's gradient shared among its ties)."""
+    if args:  # keyword-only, in torch's words
+        n = len(args)
+        raise TypeError(f"aminmax() takes 0 positional arguments but {n} {'was' if n == 1 else 'were'} given")
+    return _aminmax(self, dim, keepdim)
+
+
+def _aminmax(x, dim, keepdim):
+    if dim is not None and not _is_int(dim):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    if not isinstance(keepdim, bool):
+        raise TypeError(f"aminmax(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
+    return return_types.aminmax(_C.aminmax(x, None if dim is None else int(dim), keepdim))
+
+
+def _aminmax_function(input, *, dim=None, keepdim=False):
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"aminmax(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
+    return _aminmax(input, dim, keepdim)
+
+
+_aminmax_function.__name__ = _aminmax_function.__qualname__ = "aminmax"
+add_function("aminmax", _aminmax_function)
 
 
 @function

@@ -58,6 +58,15 @@ pub fn max_dim(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, keepdim: boo
     Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.into_any().unbind())
 }
 
+/// `aminmax(dim=None, keepdim)`: a (min, max) tuple; Python wraps it as a named result.
+#[pyfunction]
+#[pyo3(signature = (x, dim=None, keepdim=false))]
+pub fn aminmax(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let (lo, hi) = run(py, t.numel(), || ops::aminmax(&t, dim, keepdim))?;
+    Ok(PyTuple::new(py, [wrap(py, lo)?, wrap(py, hi)?])?.into_any().unbind())
+}
+
 #[pyfunction]
 #[pyo3(signature = (x, dim=None, keepdim=false, is_max=true))]
 pub fn argmax(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, keepdim: bool, is_max: bool) -> PyResult<Py<PyAny>> {
@@ -117,6 +126,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(argmax, m)?)?;
     m.add_function(wrap_pyfunction!(var, m)?)?;
     m.add_function(wrap_pyfunction!(var_mean, m)?)?;
+    m.add_function(wrap_pyfunction!(aminmax, m)?)?;
     m.add_function(wrap_pyfunction!(vector_norm, m)?)?;
     m.add_function(wrap_pyfunction!(softmax, m)?)?;
     Ok(())

@@ -119,14 +119,64 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
     let rd = reduced_dims(x.ndim(), Some(dims), DimCheck::WrapAllFirst)?;
     let name = if is_max { "AmaxBackward0" } else { "AminBackward0" };
     rec.finish(name, &[&out], Box::new(move |ctx| {
-        let (x, r) = (ctx.saved(0), ctx.saved(1));
-        let g = unsqueeze_dims(ctx.grad(), &rd, keepdim)?;
-        let r = unsqueeze_dims(r, &rd, keepdim)?;
-        let mask = float_mask(&fm::cmp(BinaryOp::Eq, x, &tensor_arg(&r))?, g.dtype())?;
-        let count = sum_raw(&mask, Some(&as_i64(&rd)), true, None)?;
-        Ok(vec![Some(fm::mul(&fm::div(&g, &count)?, &mask)?)])
+        Ok(vec![Some(shared_among_extremes(ctx.grad(), ctx.saved(0), ctx.saved(1), &rd, keepdim)?)])
     }))?;
     Ok(out)
+}
+
+/// torch's `scale_grad_by_count(restore_reduced_dims(grad), restore_reduced_dims(result) ==
+/// self, dims)`: the gradient of a reduced extreme `r` shared evenly among the elements of `x`
+/// equal to it (`rd`: the reduced dims).
+fn shared_among_extremes(g: &Tensor, x: &Tensor, r: &Tensor, rd: &[usize], keepdim: bool) -> Result<Tensor> {
+    let g = unsqueeze_dims(g, rd, keepdim)?;
+    let r = unsqueeze_dims(r, rd, keepdim)?;
+    let mask = float_mask(&fm::cmp(BinaryOp::Eq, x, &tensor_arg(&r))?, g.dtype())?;
+    let count = sum_raw(&mask, Some(&as_i64(rd)), true, None)?;
+    fm::mul(&fm::div(&g, &count)?, &mask)
+}
+
+/// Differentiable `aminmax(dim=None, keepdim)`: (min, max) under one node, AminmaxBackward0
+/// (saves self and both results); each result's gradient is shared among its ties, as amin's
+/// and amax's, and the two are added.
+pub fn aminmax(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    crate::autograd::precheck(&[Some(x)])?;
+    match dim {
+        None if x.numel() == 0 => {
+            return Err(Error::Runtime("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.".into()))
+        }
+        Some(d) => {
+            let w = wrap_dim(d, x.ndim())?;
+            if x.ndim() > 0 && x.shape()[w] == 0 {
+                return Err(Error::Index(format!("aminmax: Expected reduction dim {} to have non-zero size.", w)));
+            }
+        }
+        None => {}
+    }
+    let dims: Vec<i64> = dim.into_iter().collect();
+    let mask = dim_mask(Some(&dims), x.ndim(), true, DimCheck::WrapAllFirst)?;
+    let (lo, hi) = (extreme(x, &mask, keepdim, false)?, extreme(x, &mask, keepdim, true)?);
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((lo, hi)) };
+    rec.value("dim", dim.map_or_else(|| "None".to_string(), |d| d.to_string()));
+    rec.value("keepdim", py_bool(keepdim));
+    rec.save("self", x)?;
+    rec.save_output("min", &lo, 0);
+    rec.save_output("max", &hi, 1);
+    let rd = reduced_dims(x.ndim(), Some(&dims), DimCheck::WrapAllFirst)?;
+    rec.finish("AminmaxBackward0", &[&lo, &hi], Box::new(move |ctx| {
+        let x = ctx.saved(0);
+        let mut total: Option<Tensor> = None;
+        for (i, r) in [(0, ctx.saved(1)), (1, ctx.saved(2))] {
+            if let Some(g) = ctx.grads[i].as_ref() {
+                let part = shared_among_extremes(g, x, r, &rd, keepdim)?;
+                total = Some(match total {
+                    Some(t) => fm::add(&t, &part)?,
+                    None => part,
+                });
+            }
+        }
+        Ok(vec![total])
+    }))?;
+    Ok((lo, hi))
 }
 
 /// Differentiable `max()`/`min()` of all elements (MaxBackward1 / MinBackward1): torch's

@@ -35,7 +35,7 @@ mod var_std;
 pub use all_any::{all, count_nonzero};
 pub use kernel::Reduction;
 pub(crate) use kernel::cpu_kernel;
-pub use extremes::{amax, amax_raw, argmax, max_all, max_all_raw, max_dim, max_dim_raw};
+pub use extremes::{aminmax, amax, amax_raw, argmax, max_all, max_all_raw, max_dim, max_dim_raw};
 pub use logsumexp::{logsumexp, logsumexp_raw};
 pub use norm::{vector_norm, vector_norm_raw};
 pub use softmax::{softmax, softmax_raw};
