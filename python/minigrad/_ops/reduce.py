@@ -267,6 +267,9 @@ def _max_min(self, is_max, dim, keepdim, other):
 
 
 def _var_std(self, sqrt, dim, unbiased, keepdim, correction, with_mean=False):
+    if with_mean and not isinstance(self, _C.TensorBase):  # the functions var_mean / std_mean
+        op = "std_mean" if sqrt else "var_mean"
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {_type_name(self)}")
     if isinstance(dim, bool):
         # The (bool unbiased) overload: var(False).
         if unbiased is not _MISSING or keepdim is not _MISSING or correction is not _MISSING:
@@ -457,8 +460,6 @@ add_function("aminmax", _aminmax_function)
 @_overloads(*_VAR_FUNCTION_OPTIONS, function=True)
 def var_mean(input, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
     """(variance, mean) over `dim`, one node for both (VarMeanBackward0); arguments as `var`'s."""
-    if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"var_mean(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
     return _var_std(input, False, dim, unbiased, keepdim, correction, with_mean=True)
 
 
@@ -466,8 +467,6 @@ def var_mean(input, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correc
 @_overloads(*_VAR_FUNCTION_OPTIONS, function=True)
 def std_mean(input, dim=_MISSING, unbiased=_MISSING, keepdim=_MISSING, *, correction=_MISSING):
     """(standard deviation, mean) over `dim`, one node for both (StdMeanBackward0)."""
-    if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"std_mean(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}")
     return _var_std(input, True, dim, unbiased, keepdim, correction, with_mean=True)
 
 
