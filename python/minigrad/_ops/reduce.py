@@ -10,6 +10,7 @@ and every value error happen in `_C` (rust/py/src/reduce.rs -> rust/core/src/ops
 import builtins
 import functools
 import numbers
+import operator
 import os
 import sys
 import warnings
@@ -137,28 +138,31 @@ def _argument_error(name, arg, position, expected, value):
     return TypeError(f"{name}(): argument '{arg}' (position {position}) must be {expected}, not {_type_name(value)}")
 
 
-class return_types:
-    """Named results like `torch.return_types`: tuples with `.values` and `.indices`."""
+class _NamedPair(tuple):
+    """A pair with two field names, printed as torch prints its `return_types`."""
 
-    class _ValuesIndices(tuple):
+    __slots__ = ()
+    _fields = ("", "")
+    n_fields = n_sequence_fields = 2
+    n_unnamed_fields = 0
+
+    def __new__(cls, pair):
+        return super().__new__(cls, pair)
+
+    def __repr__(self):
+        first, second = self._fields
+        return f"minigrad.return_types.{type(self).__name__}(\n{first}={self[0]!r},\n{second}={self[1]!r})"
+
+
+class return_types:
+    """Named results like `torch.return_types`: tuples with `.values` and `.indices` (or, for
+    aminmax, `.min` and `.max`)."""
+
+    class _ValuesIndices(_NamedPair):
         __slots__ = ()
         _fields = ("values", "indices")
-        n_fields = n_sequence_fields = 2
-        n_unnamed_fields = 0
-
-        def __new__(cls, pair):
-            return super().__new__(cls, pair)
-
-        @property
-        def values(self):
-            return self[0]
-
-        @property
-        def indices(self):
-            return self[1]
-
-        def __repr__(self):
-            return f"minigrad.return_types.{type(self).__name__}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+        values = property(operator.itemgetter(0))
+        indices = property(operator.itemgetter(1))
 
     class max(_ValuesIndices):
         __slots__ = ()
@@ -166,28 +170,11 @@ class return_types:
     class min(_ValuesIndices):
         __slots__ = ()
 
-
-    class aminmax(tuple):
-        """(min, max), as `torch.return_types.aminmax`."""
-
+    class aminmax(_NamedPair):
         __slots__ = ()
         _fields = ("min", "max")
-        n_fields = n_sequence_fields = 2
-        n_unnamed_fields = 0
-
-        def __new__(cls, pair):
-            return super().__new__(cls, pair)
-
-        @property
-        def min(self):
-            return self[0]
-
-        @property
-        def max(self):
-            return self[1]
-
-        def __repr__(self):
-            return f"minigrad.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
+        min = property(operator.itemgetter(0))
+        max = property(operator.itemgetter(1))
 
 
 for _cls in (return_types.max, return_types.min, return_types.aminmax):
