@@ -51,15 +51,26 @@ fn var_backward(g: &Tensor, x: &Tensor, dims: Option<&[i64]>, correction: f64, k
     fm::mul(&fm::mul_s(&g, 2.0 / (rnumel - correction))?, &fm::sub(x, &m)?)
 }
 
+/// What var/std and var_mean/std_mean nodes keep: correction (an int when whole), dim, keepdim
+/// and self.
+fn record_args(rec: &mut Recorder, x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<()> {
+    rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
+    rec.value("dim", py_opt_ints(dims));
+    rec.value("keepdim", py_bool(keepdim));
+    rec.save("self", x)
+}
+
+/// torch's std_backward before var's: `grad / (2 * std)`, 0 where the std is 0.
+fn std_to_var_grad(g: &Tensor, std: &Tensor) -> Result<Tensor> {
+    zero_at(&fm::div(g, &fm::mul_s(std, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, std, 0.0)?)
+}
+
 /// Differentiable `var`/`std` (VarBackward0 saves self; StdBackward0 also its result).
 pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqrt: bool) -> Result<(Tensor, bool)> {
     crate::autograd::precheck(&[Some(x)])?;
     let (out, warn) = var_raw(x, dims, correction, keepdim, sqrt)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((out, warn)) };
-    rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
-    rec.value("dim", py_opt_ints(dims));
-    rec.value("keepdim", py_bool(keepdim));
-    rec.save("self", x)?;
+    record_args(&mut rec, x, dims, correction, keepdim)?;
     if sqrt {
         rec.save_output("result", &out, 0);
     }
@@ -67,12 +78,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, sqr
     let name = if sqrt { "StdBackward0" } else { "VarBackward0" };
     rec.finish(name, &[&out], Box::new(move |ctx| {
         let (g, x) = (ctx.grad(), ctx.saved(0));
-        let g = if sqrt {
-            let r = ctx.saved(1);
-            zero_at(&fm::div(g, &fm::mul_s(r, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, r, 0.0)?)?
-        } else {
-            g.clone()
-        };
+        let g = if sqrt { std_to_var_grad(g, ctx.saved(1))? } else { g.clone() };
         Ok(vec![Some(var_backward(&g, x, d.as_deref(), correction, keepdim)?)])
     }))?;
     Ok((out, warn))
@@ -91,10 +97,7 @@ pub fn var_mean(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool
     let (spread, warn) = var_raw(x, dims, correction, keepdim, sqrt)?;
     let centre = super::mean_raw(x, dims, keepdim, None)?;
     let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok((spread, centre, warn)) };
-    rec.value("correction", py_number(if correction.fract() == 0.0 { Scalar::Int(correction as i64) } else { Scalar::Float(correction) }));
-    rec.value("dim", py_opt_ints(dims));
-    rec.value("keepdim", py_bool(keepdim));
-    rec.save("self", x)?;
+    record_args(&mut rec, x, dims, correction, keepdim)?;
     if sqrt {
         rec.save_output("result0", &spread, 0);
     }
@@ -110,12 +113,7 @@ pub fn var_mean(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool
         let x = ctx.saved(0);
         let mut gself: Option<Tensor> = None;
         if let Some(g) = ctx.grads[0].as_ref() {
-            let g = if sqrt {
-                let r = ctx.saved(1);
-                zero_at(&fm::div(g, &fm::mul_s(r, 2.0)?)?, &fm::cmp_s(BinaryOp::Eq, r, 0.0)?)?
-            } else {
-                g.clone()
-            };
+            let g = if sqrt { std_to_var_grad(g, ctx.saved(1))? } else { g.clone() };
             gself = Some(var_backward(&g, x, d.as_deref(), correction, keepdim)?);
         }
         if let Some(g) = ctx.grads[1].as_ref() {
