@@ -71,9 +71,11 @@ def test_numpy_of_a_cuda_tensor_raises_torchs_error():
 
 # ----- unary -----
 
+UNARY_MATH = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erf",
+              "erfc", "erfinv", "sinc"]
 UNARY_FLOAT = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-               "relu", "reciprocal", "floor", "ceil", "round", "trunc"]
-TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "rsqrt"}
+               "relu", "reciprocal", "floor", "ceil", "round", "trunc", "frac", "deg2rad", "rad2deg", *UNARY_MATH]
+TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "rsqrt", *UNARY_MATH}
 
 
 @pytest.mark.parametrize("op", UNARY_FLOAT)

@@ -86,8 +86,19 @@ def unary_formula(op, p0):
         "LeakyRelu": in_double(lambda v: torch.where((v > 0) | v.isnan(), v, v * p0)),
         "Elu": in_double(lambda v: torch.where(v < 0, p0 * libm("expm1", v), v)),
         "GeluCdf": in_double(lambda v: 0.5 * (1.0 + libm("erf", v * SQRT1_2))),
+        "Frac": lambda x: x - libm("trunc", x),
+        "Deg2rad": lambda x: x * 0.017453292519943295, "Rad2deg": lambda x: x * 57.29577951308232,
+        "Sinc": lambda x: torch.where(x == 0, torch.ones_like(x), libm("sin", x * PI) / (x * PI)),
+        **{op: (lambda name: in_double(lambda v: libm(name, v)))(op.lower()) for op in LIBM_UNARY},
     }
-    return formulas.get(op) or unary_torch(op, p0)
+    # Erfinv: the host build's own (shim.h; the C library has none), checked against torch only
+    return formulas.get(op, None if op in NO_HOST_FORMULA else unary_torch(op, p0))
+
+
+# Ops whose kernel is one C library function of the same name, lower-cased, in double.
+LIBM_UNARY = ["Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Log2", "Log10", "Exp2",
+              "Erf", "Erfc"]
+NO_HOST_FORMULA = {"Erfinv"}
 
 
 def unary_torch(op, p0):
@@ -99,7 +110,9 @@ def unary_torch(op, p0):
         "Floor": torch.floor, "Ceil": torch.ceil, "Round": torch.round, "Trunc": torch.trunc,
         "LogicalNot": torch.logical_not, "BitwiseNot": torch.bitwise_not,
         "LeakyRelu": lambda x: F.leaky_relu(x, p0), "Elu": lambda x: F.elu(x, p0),
-        "GeluCdf": torch.special.ndtr,
+        "GeluCdf": torch.special.ndtr, "Frac": torch.frac, "Deg2rad": torch.deg2rad, "Rad2deg": torch.rad2deg,
+        "Sinc": torch.sinc, "Erfinv": torch.erfinv,
+        **{op: getattr(torch, op.lower()) for op in LIBM_UNARY},
     }[op]
 
 
@@ -107,7 +120,7 @@ def unary_torch(op, p0):
 # in another precision (torch evaluates gelu and elu in float32, minigrad in double): close, not equal.
 # torch's sqrt comes from SLEEF too, which does not round it correctly (the C library and CUDA do).
 TRANSCENDENTAL = {"Exp", "Log", "Log1p", "Expm1", "Sin", "Cos", "Tanh", "Sigmoid", "Silu", "Gelu", "GeluTanh",
-                  "Elu", "LeakyRelu", "GeluCdf", "Sqrt"}
+                  "Elu", "LeakyRelu", "GeluCdf", "Sqrt", "Erfinv", "Sinc", *LIBM_UNARY}
 PARAMS = {"LeakyRelu": 0.1, "Elu": 0.7}
 
 
@@ -120,7 +133,9 @@ def unary_params(op):
 
 def check_unary(got, x, op, what):
     p0 = PARAMS.get(op, 0.0)
-    assert_same(got, torch_result(unary_formula(op, p0), x), f"{what} (minigrad's formula)")
+    formula = unary_formula(op, p0)
+    if formula is not None:
+        assert_same(got, torch_result(formula, x), f"{what} (minigrad's formula)")
     if op in TRANSCENDENTAL:
         assert_close(got, torch_result(unary_torch(op, p0), x), f"{what} (torch)")
     else:

@@ -203,6 +203,9 @@ UNARY_GRAD = {
     "tanh": lambda L, x: L.tanh(x), "sigmoid": lambda L, x: L.sigmoid(x),
     "reciprocal": lambda L, x: L.reciprocal(x), "neg": lambda L, x: L.neg(x),
     "round": lambda L, x: L.round(x), "floor": lambda L, x: L.floor(x),
+    **{name: (lambda n: lambda L, x: getattr(L, n)(x))(name) for name in (
+        "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erf",
+        "erfc", "erfinv", "frac", "deg2rad", "rad2deg", "sinc")},
     "silu": lambda L, x: L.nn.functional.silu(x), "gelu": lambda L, x: L.nn.functional.gelu(x),
     "elu": lambda L, x: L.nn.functional.elu(x), "leaky_relu": lambda L, x: L.nn.functional.leaky_relu(x, 0.1),
     "clamp": lambda L, x: L.clamp(x, -1, 1), "clamp_min": lambda L, x: L.clamp_min(x, 0.0),

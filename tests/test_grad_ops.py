@@ -415,10 +415,15 @@ UNARY = [  # name, domain
     ("neg", R), ("abs", R), ("exp", R), ("log", POS), ("log1p", Dom(-0.9, 10)), ("expm1", R),
     ("sqrt", POS), ("rsqrt", POS), ("sin", R), ("cos", R), ("tanh", R), ("sigmoid", R), ("relu", R),
     ("reciprocal", Dom(0.1, 10, mag=True)), ("sign", R), ("floor", R), ("ceil", R), ("round", R),
-    ("trunc", R),
+    ("trunc", R), ("tan", Dom(-1.4, 1.4)), ("asin", Dom(-0.95, 0.95)), ("acos", Dom(-0.95, 0.95)), ("atan", R),
+    ("sinh", Dom(-5, 5)), ("cosh", Dom(-5, 5)), ("asinh", R), ("acosh", Dom(1.05, 10)), ("atanh", Dom(-0.95, 0.95)),
+    ("log2", POS), ("log10", POS), ("exp2", Dom(-10, 10)), ("erf", SMALL), ("erfc", SMALL),
+    ("erfinv", Dom(-0.95, 0.95)), ("frac", R), ("deg2rad", R), ("rad2deg", R), ("sinc", SMALL),
 ]
+# torch records these in place without a derivative (backward raises; tests/test_unary_math.py)
+NO_INPLACE_DERIVATIVE = {"asinh", "acosh", "atanh"}
 for _name, _dom in UNARY:
-    register(Op(_name, unary_args(_dom), method(_name), method(_name + "_")))
+    register(Op(_name, unary_args(_dom), method(_name), None if _name in NO_INPLACE_DERIVATIVE else method(_name + "_")))
 register(
     Op("neg_operator", unary_args(R), lambda L, x: -x),
     Op("abs_operator", unary_args(R), lambda L, x: abs(x)),

@@ -47,6 +47,31 @@ struct dim3 {
 
 inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
+// CUDA's erfinv/erfinvf have no C library twin. Here: a first guess (series near 0, Winitzki's
+// closed form elsewhere), then three Halley steps on the C library's erf (erfc where |y| > 0.5,
+// so the residual does not cancel); the tests compare it with torch's closely, not bit for bit.
+inline double erfinv(double y) {
+  const double a = fabs(y), pi = 3.141592653589793;
+  if (a != a || a > 1.0) return NAN;
+  if (a == 1.0) return copysign(INFINITY, y);
+  if (a == 0.0) return y;
+  double x;
+  if (a < 0.3) {
+    const double a2 = a * a;
+    x = (sqrt(pi) / 2.0) * a * (1.0 + a2 * (pi / 12.0 + a2 * (7.0 * pi * pi / 480.0)));
+  } else {
+    const double k = 0.147, l = log((1.0 - a) * (1.0 + a)), b = 2.0 / (pi * k) + l / 2.0;
+    x = sqrt(sqrt(b * b - l / k) - b);
+  }
+  for (int i = 0; i < 3; i++) {
+    const double r = a <= 0.5 ? erf(x) - a : (1.0 - a) - erfc(x);
+    const double u = r / (2.0 / sqrt(pi) * exp(-x * x));
+    x -= u / (1.0 + x * u);
+  }
+  return copysign(x, y);
+}
+inline float erfinvf(float y) { return (float)erfinv((double)y); }
+
 inline float __int_as_float(int v) {
   float f;
   memcpy(&f, &v, sizeof f);

@@ -24,11 +24,15 @@ UNARY_OPS = {
     "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
     "relu": "relu", "reciprocal": "reciprocal", "floor": "floor",
     "ceil": "ceil", "round": "round", "trunc": "trunc", "logical_not": "logical_not",
-    "bitwise_not": "bitwise_not",
+    "bitwise_not": "bitwise_not", "tan": "tan", "asin": "asin", "arcsin": "asin", "acos": "acos",
+    "arccos": "acos", "atan": "atan", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh",
+    "arcsinh": "asinh", "acosh": "acosh", "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh",
+    "log2": "log2", "log10": "log10", "exp2": "exp2", "erf": "erf", "erfc": "erfc", "erfinv": "erfinv",
+    "frac": "frac", "deg2rad": "deg2rad", "rad2deg": "rad2deg", "sinc": "sinc",
 }
 
 # Unary ops whose in-place form torch has only as a method.
-METHOD_ONLY_INPLACE = {"absolute", "sign", "logical_not", "bitwise_not"}
+METHOD_ONLY_INPLACE = {"absolute", "sign", "logical_not", "bitwise_not", "erfinv"}
 
 BINARY_OPS = {
     "mul": "mul", "multiply": "mul", "true_divide": "div", "floor_divide": "floor_divide",

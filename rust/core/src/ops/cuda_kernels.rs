@@ -157,7 +157,8 @@ const UNARY: CudaSource = CudaSource {
             ops: &[
                 "Neg", "Abs", "Sign", "Exp", "Log", "Log1p", "Expm1", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh", "Sigmoid",
                 "Relu", "Silu", "Gelu", "GeluTanh", "Reciprocal", "Floor", "Ceil", "Round", "Trunc", "LeakyRelu", "Elu",
-                "GeluCdf",
+                "GeluCdf", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Log2", "Log10",
+                "Exp2", "Erf", "Erfc", "Erfinv", "Frac", "Deg2rad", "Rad2deg", "Sinc",
             ],
         },
         Family { kernels: UNARY_KERNELS, types: I, ops: &["Neg", "Abs", "Sign", "Relu", "Floor", "Ceil", "Round", "Trunc", "BitwiseNot"] },

@@ -32,9 +32,9 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn mul_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Mul, &t(a), &s(v), None)
 }
-/// `a * v`, `a / v`, `a + v` as torch's C++ formulas write them (`Tensor op Scalar`): the
-/// Scalar overloads, recorded as MulBackward1 / DivBackward1 / AddBackward1, where the Python
-/// operator (`mul_s`, `add_s`: a wrapped number) records MulBackward0 / AddBackward0. The
+/// `a * v`, `a / v`, `a + v`, `a - v` as torch's C++ formulas write them (`Tensor op Scalar`):
+/// the Scalar overloads, recorded as MulBackward1 / DivBackward1 / AddBackward1 / SubBackward1,
+/// where the Python operator (`mul_s`, `add_s`: a wrapped number) records MulBackward0 / AddBackward0. The
 /// number is applied in the tensor's dtype, as the 0-d wrapped number of `mul_s` is.
 pub fn mul_c(a: &Tensor, v: f64) -> Result<Tensor> {
     scalar_overload(a, v, BinaryOp::Mul)
@@ -45,6 +45,9 @@ pub fn div_c(a: &Tensor, v: f64) -> Result<Tensor> {
 pub fn add_c(a: &Tensor, v: f64) -> Result<Tensor> {
     scalar_overload(a, v, BinaryOp::Add)
 }
+pub fn sub_c(a: &Tensor, v: f64) -> Result<Tensor> {
+    scalar_overload(a, v, BinaryOp::Sub)
+}
 
 fn scalar_overload(a: &Tensor, v: f64, op: BinaryOp) -> Result<Tensor> {
     let out = binary::binary_raw(op, &t(a), &s(v), None)?;
@@ -52,12 +55,13 @@ fn scalar_overload(a: &Tensor, v: f64, op: BinaryOp) -> Result<Tensor> {
     let name = match op {
         BinaryOp::Mul => "MulBackward1",
         BinaryOp::Div => "DivBackward1",
+        BinaryOp::Sub => "SubBackward1",
         _ => "AddBackward1",
     };
-    if op != BinaryOp::Add {
+    if matches!(op, BinaryOp::Mul | BinaryOp::Div) {
         rec.value("other", crate::ops::reduce::py_number(Scalar::Float(v)));
     }
-    // torch: grad * other, grad / other (Scalar overloads again), grad for add
+    // torch: grad * other, grad / other (Scalar overloads again), grad for add and sub
     rec.finish(name, &[&out], Box::new(move |ctx| {
         let g = ctx.grad();
         Ok(vec![Some(match op {
@@ -74,6 +78,11 @@ pub fn add_s(a: &Tensor, v: f64) -> Result<Tensor> {
 /// `v - a`
 pub fn rsub_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Sub, &s(v), &t(a), None)
+}
+/// `v - a` as torch's C++ formulas write it (`Scalar - Tensor`: a tensor filled with `v`, then
+/// `sub_(a)`): SubBackward0 in a recorded graph, where Python's `v - a` (`rsub_s`) is RsubBackward1.
+pub fn filled_minus(v: f64, a: &Tensor) -> Result<Tensor> {
+    sub(&add_c(&zeros_like(a)?, v)?, a)
 }
 pub fn pow_s(a: &Tensor, v: f64) -> Result<Tensor> {
     binary::binary(BinaryOp::Pow, &t(a), &s(v), None)

@@ -29,6 +29,25 @@ pub enum UnaryOp {
     Rsqrt,
     Sin,
     Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Log2,
+    Log10,
+    Exp2,
+    Erf,
+    Erfc,
+    Erfinv,
+    Frac,
+    Deg2rad,
+    Rad2deg,
+    Sinc,
     Tanh,
     Sigmoid,
     Relu,
@@ -85,6 +104,25 @@ impl UnaryOp {
             Rsqrt => ("rsqrt", "RsqrtBackward0", ToFloat),
             Sin => ("sin", "SinBackward0", ToFloat),
             Cos => ("cos", "CosBackward0", ToFloat),
+            Tan => ("tan", "TanBackward0", ToFloat),
+            Asin => ("asin", "AsinBackward0", ToFloat),
+            Acos => ("acos", "AcosBackward0", ToFloat),
+            Atan => ("atan", "AtanBackward0", ToFloat),
+            Sinh => ("sinh", "SinhBackward0", ToFloat),
+            Cosh => ("cosh", "CoshBackward0", ToFloat),
+            Asinh => ("asinh", "AsinhBackward0", ToFloat),
+            Acosh => ("acosh", "AcoshBackward0", ToFloat),
+            Atanh => ("atanh", "AtanhBackward0", ToFloat),
+            Log2 => ("log2", "Log2Backward0", ToFloat),
+            Log10 => ("log10", "Log10Backward0", ToFloat),
+            Exp2 => ("exp2", "Exp2Backward0", ToFloat),
+            Erf => ("erf", "ErfBackward0", ToFloat),
+            Erfc => ("erfc", "ErfcBackward0", ToFloat),
+            Erfinv => ("erfinv", "ErfinvBackward0", ToFloat),
+            Frac => ("frac", "FracBackward0", FloatOnly("frac_cpu")),
+            Deg2rad => ("deg2rad", "Deg2RadBackward0", ToFloat),
+            Rad2deg => ("rad2deg", "Rad2DegBackward0", ToFloat),
+            Sinc => ("sinc", "SincBackward0", ToFloat),
             Tanh => ("tanh", "TanhBackward0", ToFloat),
             Sigmoid => ("sigmoid", "SigmoidBackward0", ToFloat),
             Relu => ("relu", "ReluBackward0", KeepNoBool(Error::Runtime("Boolean inputs not supported for relu".into()))),
@@ -127,6 +165,10 @@ fn inplace_name(name: &'static str) -> &'static str {
         "expm1" => "expm1_", "sqrt" => "sqrt_", "rsqrt" => "rsqrt_", "sin" => "sin_", "cos" => "cos_", "tanh" => "tanh_",
         "sigmoid" => "sigmoid_", "relu" => "relu_", "silu" => "silu_", "gelu" => "gelu_", "reciprocal" => "reciprocal_",
         "floor" => "floor_", "ceil" => "ceil_", "round" => "round_", "trunc" => "trunc_", "logical_not" => "logical_not_",
+        "tan" => "tan_", "asin" => "asin_", "acos" => "acos_", "atan" => "atan_", "sinh" => "sinh_", "cosh" => "cosh_",
+        "asinh" => "asinh_", "acosh" => "acosh_", "atanh" => "atanh_", "log2" => "log2_", "log10" => "log10_",
+        "exp2" => "exp2_", "erf" => "erf_", "erfc" => "erfc_", "erfinv" => "erfinv_", "frac" => "frac_",
+        "deg2rad" => "deg2rad_", "rad2deg" => "rad2deg_", "sinc" => "sinc_",
         _ => "bitwise_not_",
     }
 }
@@ -151,6 +193,10 @@ impl UnaryOp {
     }
 }
 
+/// deg2rad's and rad2deg's factors (torch's `M_PI_180` and `M_180_PI`).
+pub const DEG_TO_RAD: f64 = std::f64::consts::PI / 180.0;
+pub const RAD_TO_DEG: f64 = 180.0 / std::f64::consts::PI;
+
 /// Binds `$f` to the per-element function of `$op` for float type `$T` and evaluates `$body`.
 macro_rules! with_float_fn {
     ($op:expr, $T:ty, $f:ident => $body:expr) => {{
@@ -167,6 +213,31 @@ macro_rules! with_float_fn {
             UnaryOp::Rsqrt => { let $f = move |x: $T| one / x.sqrt(); $body }
             UnaryOp::Sin => { let $f = |x: $T| x.sin(); $body }
             UnaryOp::Cos => { let $f = |x: $T| x.cos(); $body }
+            UnaryOp::Tan => { let $f = |x: $T| $crate::ops::unary::special::Special::tan(x); $body }
+            UnaryOp::Asin => { let $f = |x: $T| $crate::ops::unary::special::Special::asin(x); $body }
+            UnaryOp::Acos => { let $f = |x: $T| $crate::ops::unary::special::Special::acos(x); $body }
+            UnaryOp::Atan => { let $f = |x: $T| $crate::ops::unary::special::Special::atan(x); $body }
+            UnaryOp::Sinh => { let $f = |x: $T| $crate::ops::unary::special::Special::sinh(x); $body }
+            UnaryOp::Cosh => { let $f = |x: $T| $crate::ops::unary::special::Special::cosh(x); $body }
+            UnaryOp::Asinh => { let $f = |x: $T| $crate::ops::unary::special::Special::asinh(x); $body }
+            UnaryOp::Acosh => { let $f = |x: $T| $crate::ops::unary::special::Special::acosh(x); $body }
+            UnaryOp::Atanh => { let $f = |x: $T| $crate::ops::unary::special::Special::atanh(x); $body }
+            UnaryOp::Log2 => { let $f = |x: $T| $crate::ops::unary::special::Special::log2(x); $body }
+            UnaryOp::Log10 => { let $f = |x: $T| $crate::ops::unary::special::Special::log10(x); $body }
+            UnaryOp::Exp2 => { let $f = |x: $T| $crate::ops::unary::special::Special::exp2(x); $body }
+            UnaryOp::Erf => { let $f = |x: $T| $crate::ops::unary::special::Special::erf(x); $body }
+            UnaryOp::Erfc => { let $f = |x: $T| $crate::ops::unary::special::Special::erfc(x); $body }
+            UnaryOp::Erfinv => { let $f = |x: $T| $crate::ops::unary::special::Special::erfinv(x); $body }
+            // torch's frac: x - trunc(x) (inf gives NaN, -0.0 gives +0.0)
+            UnaryOp::Frac => { let $f = |x: $T| x - x.trunc(); $body }
+            // torch multiplies by the constant rounded to the tensor's dtype
+            UnaryOp::Deg2rad => { let $f = |x: $T| x * ($crate::ops::unary::DEG_TO_RAD as $T); $body }
+            UnaryOp::Rad2deg => { let $f = |x: $T| x * ($crate::ops::unary::RAD_TO_DEG as $T); $body }
+            // torch's sinc: 1 at 0, else sin(π x) / (π x) with π x rounded to the dtype
+            UnaryOp::Sinc => {
+                let $f = move |x: $T| if x == zero { one } else { let p = std::f64::consts::PI as $T * x; p.sin() / p };
+                $body
+            }
             // torch's relu is clamp_min(x, 0): NaN and -0.0 pass unchanged.
             UnaryOp::Relu => { let $f = move |x: $T| if x < zero { zero } else { x }; $body }
             UnaryOp::Reciprocal => { let $f = move |x: $T| one / x; $body }
@@ -200,6 +271,7 @@ macro_rules! with_int_fn {
 
 mod backward_ops;
 mod fast;
+mod special;
 
 /// The CPU backend's `unary`: runs `op` elementwise from `src` (already of the compute dtype)
 /// into `dst` (same dtype). `in_place` means `dst` is `src` itself.
@@ -264,7 +336,13 @@ pub fn unary_raw(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.result_dtype(x.dtype())?;
     let compute = if op == UnaryOp::LogicalNot { x.clone() } else { cast_input(x, dtype)? };
     let layout = if op == UnaryOp::LogicalNot { x.layout.clone() } else { cast_layout(x, dtype) };
-    let out = empty_with_layout(&iterator_layout(x.shape(), &[&layout]), dtype, x.device())?;
+    let out_layout = match op {
+        // torch writes these into `empty_like(self)` (a multiply by a constant into a tensor it
+        // made), not into TensorIterator's result: the input's strides where it is dense
+        UnaryOp::Deg2rad | UnaryOp::Rad2deg => crate::ops::copy::preserve_format(&x.layout),
+        _ => iterator_layout(x.shape(), &[&layout]),
+    };
+    let out = empty_with_layout(&out_layout, dtype, x.device())?;
     backend_for(&[&out, &compute])?.unary(op, &out, &compute, false)?;
     Ok(out)
 }
@@ -388,11 +466,24 @@ impl UnaryOp {
     pub fn saves(self) -> Option<Saves> {
         use UnaryOp::*;
         Some(match self {
-            Neg | Sign | Floor | Ceil | Round | Trunc => Saves::Nothing,
+            Neg | Sign | Floor | Ceil | Round | Trunc | Frac | Deg2rad | Rad2deg => Saves::Nothing,
             Abs | Log | Log1p | Sin | Cos | Silu | Gelu | GeluTanh => Saves::Input,
-            Exp | Expm1 | Sqrt | Rsqrt | Tanh | Sigmoid | Relu | Reciprocal => Saves::Result,
+            Asin | Acos | Atan | Sinh | Cosh | Asinh | Acosh | Atanh | Log2 | Log10 | Erf | Erfc | Erfinv | Sinc => Saves::Input,
+            Exp | Expm1 | Sqrt | Rsqrt | Tanh | Sigmoid | Relu | Reciprocal | Tan | Exp2 => Saves::Result,
             LogicalNot | BitwiseNot => return None,
         })
+    }
+
+    /// The node of an in-place form torch records without a derivative (derivatives.yaml's
+    /// `not_implemented("inplace version of asinh")`): the graph is built, and backward through
+    /// it raises NotImplementedError.
+    fn inplace_without_derivative(self) -> Option<&'static str> {
+        match self {
+            UnaryOp::Asinh => Some("AsinhBackward1"),
+            UnaryOp::Acosh => Some("AcoshBackward1"),
+            UnaryOp::Atanh => Some("AtanhBackward1"),
+            _ => None,
+        }
     }
 
     /// d(op)/dx applied to `g`; `s` is the saved input or result (see `saves`). Where torch's
@@ -428,6 +519,27 @@ impl UnaryOp {
             Log1p => div(g, &add_c(s(), 1.0)?),
             Sin => mul(g, &un(Cos, s())?),
             Cos => mul(g, &neg(&un(Sin, s())?)?),
+            // derivatives.yaml's formulas in their order: C++ `1 + t` and `t * c` are the
+            // Scalar overloads (add_c, mul_c), `c - t` a filled tensor minus t (filled_minus)
+            Tan => mul(g, &add_c(&pow_s(s(), 2.0)?, 1.0)?),
+            Asin => mul(g, &un(Rsqrt, &add_c(&mul(&neg(s())?, s())?, 1.0)?)?),
+            Acos => mul(g, &neg(&un(Rsqrt, &add_c(&mul(&neg(s())?, s())?, 1.0)?)?)?),
+            Atan => div(g, &add_c(&mul(s(), s())?, 1.0)?),
+            Sinh => mul(g, &un(Cosh, s())?),
+            Cosh => mul(g, &un(Sinh, s())?),
+            Asinh => mul(g, &un(Rsqrt, &add_c(&pow_s(s(), 2.0)?, 1.0)?)?),
+            Acosh => mul(g, &un(Rsqrt, &sub_c(&mul(s(), s())?, 1.0)?)?),
+            Atanh => div(&mul_c(g, 1.0)?, &filled_minus(1.0, &pow_s(s(), 2.0)?)?),
+            Log2 => div(g, &mul_c(s(), std::f64::consts::LN_2)?),
+            Log10 => div(g, &mul_c(s(), std::f64::consts::LN_10)?),
+            Exp2 => mul_c(&mul(g, s())?, std::f64::consts::LN_2),
+            Erf => mul(&mul_c(&un(Exp, &neg(&pow_s(s(), 2.0)?)?)?, 2.0 / std::f64::consts::PI.sqrt())?, g),
+            Erfc => mul(&mul_c(&un(Exp, &neg(&pow_s(s(), 2.0)?)?)?, -2.0 / std::f64::consts::PI.sqrt())?, g),
+            Erfinv => mul(&mul_c(&un(Exp, &pow_s(&un(Erfinv, s())?, 2.0)?)?, 0.5 * std::f64::consts::PI.sqrt())?, g),
+            Frac => Ok(g.clone()),
+            Deg2rad => mul_c(g, DEG_TO_RAD),
+            Rad2deg => mul_c(g, RAD_TO_DEG),
+            Sinc => sinc_backward(g, s()),
             Exp => mul(g, s()),
             Expm1 => mul(g, &add_c(s(), 1.0)?),
             Sqrt => div(g, &mul_c(s(), 2.0)?),
@@ -444,8 +556,7 @@ impl UnaryOp {
                 // grad * sigmoid * (1.0 + x * (1.0 - sigmoid)), where C++'s `1.0 - t` is a
                 // filled tensor minus t (SubBackward0) and `1.0 + t` the Scalar add (AddBackward1)
                 let sig = un(Sigmoid, s())?;
-                let one = add_c(&zeros_like(&sig)?, 1.0)?;
-                mul(&mul(g, &sig)?, &add_c(&mul(s(), &sub(&one, &sig)?)?, 1.0)?)
+                mul(&mul(g, &sig)?, &add_c(&mul(s(), &filled_minus(1.0, &sig)?)?, 1.0)?)
             }
             Gelu => {
                 // 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi)
@@ -468,6 +579,16 @@ impl UnaryOp {
             LogicalNot | BitwiseNot => unreachable!("not differentiable"),
         }
     }
+}
+
+/// torch's `sinc_backward`: `g * (πx cos(πx) - sin(πx)) / (π x²)`, 0 where `π x²` is 0.
+fn sinc_backward(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    use crate::ops::formulas::*;
+    use std::f64::consts::PI;
+    let x_pi = mul_c(x, PI)?;
+    let x_squared_pi = mul_c(&mul(x, x)?, PI)?;
+    let out = mul(g, &div(&sub(&mul(&x_pi, &un(UnaryOp::Cos, &x_pi)?)?, &un(UnaryOp::Sin, &x_pi)?)?, &x_squared_pi)?)?;
+    where_t(&cmp_s(crate::ops::binary::BinaryOp::Eq, &x_squared_pi, 0.0)?, &zeros(&[], g.dtype(), g.device())?, &out)
 }
 
 /// `g * op'(s)` in one kernel pass, when no graph of the backward is being recorded (with
@@ -536,6 +657,14 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 pub fn unary_(op: UnaryOp, x: &Tensor) -> Result<()> {
     let _blame = crate::autograd::blame::op(op.def().name_);
     let rec = crate::autograd::Recorder::inplace(x, &[])?;
+    if let Some(node) = op.inplace_without_derivative() {
+        unary_inplace_raw(op, x)?;
+        let Some(rec) = rec else { return Ok(()) };
+        let name = op.def().name;
+        return rec.finish_inplace(node, x, Box::new(move |_| {
+            Err(Error::NotImplemented(format!("the derivative for 'inplace version of {name}' is not implemented.")))
+        }));
+    }
     let saves = op.saves();
     // torch saves `self.clone()`, itself a recorded op
     let old = match (&rec, saves) {
