@@ -44,7 +44,14 @@ pub fn elementwise_split(cost: usize) -> (usize, usize) {
 /// mul_ 1e5 6.00,6.73 / 6.05,6.25 / 5.82,5.96; add_row_ 1e5 5.37,5.86 / 5.15,5.43 / 4.79,5.12;
 /// relu, add, mul, add_row 1e5 and gelu 1e4/1e5 within noise of each other. 2^17 kept (1e4
 /// cases do not split at any of the three).
-pub const PAR_SPLIT_MIN: usize = 1 << 17;
+/// Lowered to 2^16 on 2026-11-28 (quiet machine, load ~1, `chrt -f 50`, two threads, `minigrad
+/// bench elementwise --case "relu_ 1e5" --repeat 31`, the value read from the environment in a
+/// throwaway build, five rounds alternating): relu_ 1e5 at 2^17 4.26-4.39 µs (one thread),
+/// at 2^16 3.22-3.66 µs split, torch 3.8-4.9 (its OpenMP pool splits 1e5 too). With the helpers
+/// of `hand_off` spinning between calls the split costs about 1.1 µs here, which 400 KB of relu_
+/// repays. Only in-place unary maps and fills (cost 1) move at the bench's sizes: ops of cost 2
+/// and more already split at 1e5 and still do not at 1e4.
+pub const PAR_SPLIT_MIN: usize = 1 << 16;
 
 /// Pieces per thread in [`for_split`]: one each (the caller's spinning wait makes more, smaller
 /// pieces cost more than they balance: relu_ 1e6 split 29.6 us in two pieces, 33.2 in four).
