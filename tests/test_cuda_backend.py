@@ -204,6 +204,20 @@ def test_aminmax_var_mean_and_nansum_on_the_device():
     same(mx.grad, tx.grad, exact=False)
 
 
+def test_cross_and_its_gradients_on_the_device():
+    a = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+    b = torch.tensor([[0.5, 4.0, -3.0]])
+    ta, ma = a.clone().requires_grad_(), on(a).requires_grad_()
+    tb, mb = b.clone().requires_grad_(), on(b).requires_grad_()
+    want, got = torch.linalg.cross(ta, tb), mg.linalg.cross(ma, mb)
+    assert got.is_cuda
+    same(got, want)
+    (want * want).sum().backward()
+    (got * got).sum().backward()
+    same(ma.grad, ta.grad)
+    same(mb.grad, tb.grad)
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

@@ -40,8 +40,9 @@ LAYERS = [
     ["minigrad._tensor"],
     # the registry that attaches op wrappers to Tensor and collects the module-level functions
     ["minigrad._ops.registry"],
-    # the op families (elementwise, views, reduce, linalg, indexing), each op's wrappers once
-    ["minigrad._ops"],
+    # the op families (elementwise, views, reduce, linalg, indexing), each op's wrappers once;
+    # minigrad.linalg re-exports torch.linalg's names among them
+    ["minigrad._ops", "minigrad.linalg"],
     # autograd: backward/grad, grad modes, Function, graph introspection, anomaly mode, gradcheck
     ["minigrad.autograd"],
     # functional transforms (grad, vjp) over autograd; utils: pytrees, datasets and loaders

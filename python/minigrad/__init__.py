@@ -44,6 +44,7 @@ from . import nn  # noqa: E402,F401  (torch.nn is there after `import torch`, to
 from ._torch_activations import celu, celu_, selu, selu_  # noqa: E402,F401  (torch.selu, torch.celu)
 from . import func, utils  # noqa: E402,F401  (torch.func, torch.utils.data)
 from . import random  # noqa: E402,F401  (torch.random: fork_rng, get/set_rng_state)
+from . import linalg  # noqa: E402,F401  (torch.linalg: cross)
 from .inplace import audit  # noqa: E402,F401  (beyond torch: the in-place auditor)
 
 __version__ = "0.1.0"

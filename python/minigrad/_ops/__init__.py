@@ -21,6 +21,7 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     classify.py     isnan, isinf, isposinf, isneginf, isfinite, signbit
     diagonals.py    trace, diag, diag_embed, diagflat
     contractions.py tensordot, inner
+    cross.py        cross, linalg.cross
     fused.py        addcmul, addcdiv, lerp (and _ variants), sgn
     einsum.py       einsum
     _args.py        argument checks in torch's words (used by the families above)
@@ -30,6 +31,6 @@ Importing this package registers everything; the package root exports FUNCTIONS 
 """
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
-from . import classify, closeness, contractions, diagonals, differences, einsum, factories, fused, gathers  # noqa: F401  (likewise)
+from . import classify, closeness, contractions, cross, diagonals, differences, einsum, factories, fused, gathers  # noqa: F401  (likewise)
 from . import scans, shaping, sorting, stacking, view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

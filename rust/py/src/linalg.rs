@@ -142,7 +142,21 @@ pub fn index_copy(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &B
     result(py, x, out, inplace)
 }
 
+/// `linalg_cross(input, other, dim)`; `dim=None` is `torch.cross`'s default (the first dim of
+/// size 3; the Python wrapper warns).
+#[pyfunction]
+pub fn linalg_cross(py: Python<'_>, input: &Bound<'_, TensorBase>, other: &Bound<'_, PyAny>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
+    let (a, b) = (input.borrow().t.clone(), tensor_of(other, "other")?);
+    let work = a.numel().max(b.numel());
+    let out = run(py, work, move || {
+        let dim = minigrad_core::ops::cross::default_cross_dim(dim, a.shape())?;
+        minigrad_core::ops::cross::linalg_cross(&a, &b, dim)
+    })?;
+    wrap(py, out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(linalg_cross, m)?)?;
     m.add_function(wrap_pyfunction!(index_fill, m)?)?;
     m.add_function(wrap_pyfunction!(index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;

@@ -8,6 +8,7 @@ pub mod binary;
 pub mod conv;
 pub mod copy;
 pub mod creation;
+pub mod cross;
 pub mod diag;
 pub mod cuda_kernels;
 pub mod einsum;
