@@ -218,6 +218,17 @@ def test_cross_and_its_gradients_on_the_device():
     same(mb.grad, tb.grad)
 
 
+def test_logit_and_its_gradient_on_the_device():
+    x = torch.tensor([0.0, 0.3, 1.0, 0.05] * 16)
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    want, got = torch.logit(tx, 0.1), mg.logit(mx, 0.1)
+    assert got.is_cuda
+    same(got, want, exact=False)
+    want.sum().backward()
+    got.sum().backward()
+    same(mx.grad, tx.grad, exact=False)
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

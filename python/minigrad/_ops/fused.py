@@ -1,14 +1,14 @@
-"""Pointwise ops torch fuses into one kernel: addcmul, addcdiv, lerp, sgn and nan_to_num, each
-with its in-place `_` variant. Argument kinds are checked here with torch's TypeErrors; the work
-and every value error are in `_C` (rust/py/src/composite.rs -> rust/core/src/ops/fused.rs,
-sgn.rs, nan_to_num.rs)."""
+"""Pointwise ops torch fuses into one kernel: addcmul, addcdiv, lerp, sgn, nan_to_num and logit,
+each with its in-place `_` variant. Argument kinds are checked here with torch's TypeErrors; the
+work and every value error are in `_C` (rust/py/src/composite.rs -> rust/core/src/ops/fused.rs,
+sgn.rs, nan_to_num.rs, logit.rs)."""
 
 import numbers
 
 from .. import _C
 from ._args import MISSING, number_arg, tensor_arg, type_name
 from .linalg import _method_and_function, _need_tensor
-from .registry import method
+from .registry import add_function, method
 
 
 def _addc(op, shift, inplace):
@@ -130,3 +130,41 @@ def nan_to_num(shift):
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place nan_to_num (one write, NanToNumBackward0 saving self as it was)."""
     return _nan_to_num("nan_to_num_", self, nan, posinf, neginf, True)
+
+
+def _eps(op, eps, position):
+    """logit's `float? eps`: None, a real number, or a 0-d tensor read as its value."""
+    if eps is None:
+        return None
+    if isinstance(eps, _C.TensorBase) and eps.dim() == 0:
+        return float(eps.item())
+    if isinstance(eps, _C.TensorBase) or not isinstance(eps, numbers.Real):
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"{op}(): argument 'eps'{where} must be float, not {type_name(eps)}")
+    return float(eps)
+
+
+@_method_and_function
+def logit(shift):
+    def logit(input, eps=None):
+        """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (and >= 0)."""
+        if shift:
+            _need_tensor("logit", "input", 1, input)
+        return _C.logit(input, _eps("logit", eps, 1 + shift), False)
+
+    return logit
+
+
+@method()
+def logit_(self, eps=None):
+    """In-place logit (LogitBackward0, saving a clone of self as it was)."""
+    return _C.logit(self, _eps("logit_", eps, None), True)
+
+
+def _logit_function_(input, eps=None):
+    _need_tensor("logit_", "input", 1, input)
+    return _C.logit(input, _eps("logit_", eps, 2), True)
+
+
+_logit_function_.__name__ = _logit_function_.__qualname__ = "logit_"
+add_function("logit_", _logit_function_)

@@ -86,6 +86,18 @@ pub fn nan_to_num(py: Python<'_>, x: &Bound<'_, TensorBase>, nan: f64, posinf: O
     wrap(py, out)
 }
 
+/// `logit(eps)`, out of place or in place (`eps` already parsed by the Python wrapper).
+#[pyfunction]
+pub fn logit(py: Python<'_>, x: &Bound<'_, TensorBase>, eps: Option<f64>, inplace: bool) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    if inplace {
+        run(py, t.numel(), move || minigrad_core::ops::logit::logit_(&t, eps))?;
+        return Ok(this(x));
+    }
+    let out = run(py, t.numel(), move || minigrad_core::ops::logit::logit(&t, eps))?;
+    wrap(py, out)
+}
+
 /// `trace` / `diag` / `diag_embed` (`op`), their ints already parsed by the Python wrapper.
 #[pyfunction]
 #[pyo3(signature = (x, op, offset=0, dim1=0, dim2=1))]
@@ -159,6 +171,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;
     m.add_function(wrap_pyfunction!(nan_to_num, m)?)?;
+    m.add_function(wrap_pyfunction!(logit, m)?)?;
     m.add_function(wrap_pyfunction!(diag_op, m)?)?;
     m.add_function(wrap_pyfunction!(addc, m)?)?;
     m.add_function(wrap_pyfunction!(lerp, m)?)?;
