@@ -79,6 +79,13 @@ pub fn logit_raw(x: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     crate::ops::binary::masked_fill_raw(&log, &is_one, &num(f64::INFINITY), true)
 }
 
+/// The mask `lo <= x <= hi` (false for NaN).
+fn within(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+    let ge = binary_raw(BinaryOp::Ge, &t(x), &num(lo), None)?;
+    let le = binary_raw(BinaryOp::Le, &t(x), &num(hi), None)?;
+    binary_raw(BinaryOp::LogicalAnd, &t(&ge), &t(&le), None)
+}
+
 /// `dy / (x (1 - x))`, computed raw or recorded.
 fn quotient(g: &Tensor, x: &Tensor, recorded: bool) -> Result<Tensor> {
     if recorded {
@@ -98,13 +105,7 @@ fn logit_backward_kernel(g: &Tensor, x: &Tensor, eps: Option<f64>) -> Result<Ten
         }
         _ => (0.0, 1.0, f64::NAN),
     };
-    let inside = binary_raw(
-        BinaryOp::LogicalAnd,
-        &t(&binary_raw(BinaryOp::Ge, &t(x), &num(lo), None)?),
-        &t(&binary_raw(BinaryOp::Le, &t(x), &num(hi), None)?),
-        None,
-    )?;
-    where_raw(&inside, &t(&quotient(g, x, false)?), &num(outside))
+    where_raw(&within(x, lo, hi)?, &t(&quotient(g, x, false)?), &num(outside))
 }
 
 /// torch's `infinitely_differentiable_logit_backward` (recorded: the backward of a create_graph
@@ -114,12 +115,7 @@ fn logit_backward_formula(g: &Tensor, x: &Tensor, eps: Option<f64>) -> Result<Te
         Some(e) => (e, 1.0 - e, 0.0),
         None => (0.0, 1.0, f64::NAN),
     };
-    let inside = binary_raw(
-        BinaryOp::LogicalAnd,
-        &t(&binary_raw(BinaryOp::Ge, &t(x), &num(lo), None)?),
-        &t(&binary_raw(BinaryOp::Le, &t(x), &num(hi), None)?),
-        None,
-    )?;
+    let inside = within(x, lo, hi)?;
     let fill = fm::zeros(&[], x.dtype(), x.device())?;
     if outside.is_nan() {
         crate::ops::copy::fill_inplace_raw(&fill, Scalar::Float(f64::NAN))?;
