@@ -49,49 +49,27 @@ fn c_math(f: unsafe extern "C" fn(f64) -> f64, x: f64) -> f64 {
     unsafe { f(x) }
 }
 
+/// Methods of `Special` that are the standard library's own (which calls the C library).
+macro_rules! from_std {
+    ($($name:ident),*) => {
+        $(fn $name(self) -> f64 {
+            f64::$name(self)
+        })*
+    };
+}
+
+/// Methods of `Special` called from the C library directly.
+macro_rules! from_c {
+    ($($name:ident),*) => {
+        $(fn $name(self) -> f64 {
+            c_math(c::$name, self)
+        })*
+    };
+}
+
 impl Special for f64 {
-    fn tan(self) -> f64 {
-        f64::tan(self)
-    }
-    fn asin(self) -> f64 {
-        f64::asin(self)
-    }
-    fn acos(self) -> f64 {
-        f64::acos(self)
-    }
-    fn atan(self) -> f64 {
-        f64::atan(self)
-    }
-    fn sinh(self) -> f64 {
-        f64::sinh(self)
-    }
-    fn cosh(self) -> f64 {
-        f64::cosh(self)
-    }
-    fn asinh(self) -> f64 {
-        c_math(c::asinh, self)
-    }
-    fn acosh(self) -> f64 {
-        c_math(c::acosh, self)
-    }
-    fn atanh(self) -> f64 {
-        c_math(c::atanh, self)
-    }
-    fn log2(self) -> f64 {
-        f64::log2(self)
-    }
-    fn log10(self) -> f64 {
-        f64::log10(self)
-    }
-    fn exp2(self) -> f64 {
-        f64::exp2(self)
-    }
-    fn erf(self) -> f64 {
-        c_math(c::erf, self)
-    }
-    fn erfc(self) -> f64 {
-        c_math(c::erfc, self)
-    }
+    from_std!(tan, asin, acos, atan, sinh, cosh, log2, log10, exp2);
+    from_c!(asinh, acosh, atanh, erf, erfc);
     fn erfinv(self) -> f64 {
         erfinv(self)
     }
