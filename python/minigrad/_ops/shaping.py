@@ -1,4 +1,4 @@
-"""Ops that move elements: flip, roll, tril/triu (and tril_/triu_), repeat, tile. The methods
+"""Ops that move elements: flip, rot90, roll, tril/triu (and tril_/triu_), repeat, tile. The methods
 take sizes as varargs (`x.flip(0, 1)`, `x.repeat(2, 3)`) as torch's do; the functions take a
 tuple. The work and every value error are in `_C` (rust/py/src/composite.rs ->
 rust/core/src/ops/shape_ops.rs)."""
@@ -33,6 +33,18 @@ def _flip_function(input, dims=MISSING):
 
 _flip_function.__name__ = _flip_function.__qualname__ = "flip"
 add_function("flip", _flip_function)
+
+
+@_method_and_function
+def rot90(shift):
+    def rot90(input, k=1, dims=(0, 1)):
+        """Rotated by 90 degrees k times in the plane of `dims`, from dims[0] towards dims[1]."""
+        if shift:
+            _need_tensor("rot90", "input", 1, input)
+        k = int_arg("rot90", "k", 1 + shift, k)
+        return _C.rot90(input, k, ints_arg("rot90", "dims", 2 + shift, dims, single=False))
+
+    return rot90
 
 
 @_method_and_function

@@ -35,6 +35,13 @@ pub fn flip(py: Python<'_>, x: &Bound<'_, TensorBase>, dims: Vec<i64>) -> PyResu
 }
 
 #[pyfunction]
+pub fn rot90(py: Python<'_>, x: &Bound<'_, TensorBase>, k: i64, dims: Vec<i64>) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let out = run(py, t.numel(), move || shape_ops::rot90(&t, k, &dims))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
 pub fn roll(py: Python<'_>, x: &Bound<'_, TensorBase>, shifts: Vec<i64>, dims: Vec<i64>) -> PyResult<Py<PyAny>> {
     let t = value(x);
     let out = run(py, t.numel(), move || shape_ops::roll(&t, &shifts, &dims))?;
@@ -167,6 +174,7 @@ pub fn addmm_(py: Python<'_>, x: &Bound<'_, TensorBase>, mat1: &Bound<'_, PyAny>
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flip, m)?)?;
     m.add_function(wrap_pyfunction!(roll, m)?)?;
+    m.add_function(wrap_pyfunction!(rot90, m)?)?;
     m.add_function(wrap_pyfunction!(tri, m)?)?;
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;

@@ -78,6 +78,53 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     Ok(out)
 }
 
+// ----- rot90 -----
+
+/// `rot90(k, dims)` without a graph: torch's checks in its order, then its steps (k taken
+/// modulo 4): `flip(dims[1])` transposed for k = 1, `flip(dims)` for 2, `flip(dims[0])`
+/// transposed for 3, a contiguous copy for 0. A transposed result is the fresh flip's memory
+/// with swapped strides (torch's `transpose_` of it), not a view of the input.
+pub fn rot90_raw(x: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
+    let total = x.ndim() as i64;
+    if dims.len() != 2 {
+        return Err(Error::Runtime(format!("expected total rotation dims == 2, but got dims = {}", dims.len())));
+    }
+    if total < 2 {
+        return Err(Error::Runtime(format!("expected total dims >= 2, but got total dims = {}", total)));
+    }
+    wrap_dim(dims[0], x.ndim())?;
+    wrap_dim(dims[1], x.ndim())?;
+    if dims[0] == dims[1] || (dims[0] - dims[1]).abs() == total {
+        return Err(Error::Runtime(format!(
+            "expected rotation dims to be different, but got dim0 = {} and dim1 = {}",
+            dims[0], dims[1]
+        )));
+    }
+    // torch's `transpose_` of the fresh flip: the same memory with two strides swapped, a tensor
+    // of its own (not a view: nothing else holds that memory)
+    let transposed = |t: Tensor| -> Result<Tensor> {
+        let layout = t.layout.transpose(dims[0], dims[1])?;
+        Ok(Tensor::from_storage(t.storage.clone(), layout))
+    };
+    match k.rem_euclid(4) {
+        1 => transposed(flip_raw(x, &dims[1..])?),
+        2 => flip_raw(x, dims),
+        3 => transposed(flip_raw(x, &dims[..1])?),
+        _ => contiguous_copy(x, x.dtype()),
+    }
+}
+
+/// Differentiable `rot90` (Rot90Backward0 saving k and dims: the gradient rotated back).
+pub fn rot90(x: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
+    crate::autograd::precheck(&[Some(x)])?;
+    let out = rot90_raw(x, k, dims)?;
+    let Some(mut rec) = Recorder::new(&[Some(x)])? else { return Ok(out) };
+    rec.values(vec![("dims", crate::autograd::SavedValue::Ints(dims.iter().copied().collect())), ("k", crate::autograd::SavedValue::Int(k))]);
+    let d = dims.to_vec();
+    rec.finish("Rot90Backward0", &[&out], Box::new(move |ctx| Ok(vec![Some(rot90(ctx.grad(), k.wrapping_neg(), &d)?)])))?;
+    Ok(out)
+}
+
 // ----- roll -----
 
 /// One dim rolled by `shift`: the last `shift` elements move to the front (torch's roll_cpu).
