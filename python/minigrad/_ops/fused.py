@@ -97,15 +97,17 @@ def sgn_(self):
     return _C.sgn(self, True)
 
 
-def _float_or_none(op, name, value):
+def _float_or_none(op, name, value, position=None):
     """torch's `float?` argument: None, or a real number (a bool, an int of any size, a 0-d
-    tensor read as its value), as a Python float."""
+    tensor read as its value), as a Python float. `position` is named in the TypeError where
+    torch names it (a positional parameter)."""
     if value is None:
         return None
     if isinstance(value, _C.TensorBase) and value.dim() == 0:
         return float(value.item())
     if isinstance(value, _C.TensorBase) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}(): argument '{name}' must be float, not {type_name(value)}")
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"{op}(): argument '{name}'{where} must be float, not {type_name(value)}")
     return float(value)
 
 
@@ -132,25 +134,13 @@ def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     return _nan_to_num("nan_to_num_", self, nan, posinf, neginf, True)
 
 
-def _eps(op, eps, position):
-    """logit's `float? eps`: None, a real number, or a 0-d tensor read as its value."""
-    if eps is None:
-        return None
-    if isinstance(eps, _C.TensorBase) and eps.dim() == 0:
-        return float(eps.item())
-    if isinstance(eps, _C.TensorBase) or not isinstance(eps, numbers.Real):
-        where = f" (position {position})" if position else ""
-        raise TypeError(f"{op}(): argument 'eps'{where} must be float, not {type_name(eps)}")
-    return float(eps)
-
-
 @_method_and_function
 def logit(shift):
     def logit(input, eps=None):
         """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (and >= 0)."""
         if shift:
             _need_tensor("logit", "input", 1, input)
-        return _C.logit(input, _eps("logit", eps, 1 + shift), False)
+        return _C.logit(input, _float_or_none("logit", "eps", eps, 1 + shift), False)
 
     return logit
 
@@ -158,12 +148,12 @@ def logit(shift):
 @method()
 def logit_(self, eps=None):
     """In-place logit (LogitBackward0, saving a clone of self as it was)."""
-    return _C.logit(self, _eps("logit_", eps, None), True)
+    return _C.logit(self, _float_or_none("logit_", "eps", eps), True)
 
 
 def _logit_function_(input, eps=None):
     _need_tensor("logit_", "input", 1, input)
-    return _C.logit(input, _eps("logit_", eps, 2), True)
+    return _C.logit(input, _float_or_none("logit_", "eps", eps, 2), True)
 
 
 _logit_function_.__name__ = _logit_function_.__qualname__ = "logit_"
