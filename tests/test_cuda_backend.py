@@ -229,6 +229,26 @@ def test_logit_and_its_gradient_on_the_device():
     same(mx.grad, tx.grad, exact=False)
 
 
+def test_take_and_put_on_the_device():
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([[11, 0], [-1, 5]])
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    src = torch.tensor([1.5, -2.0, 3.0, 0.25])
+    ts, ms = src.clone().requires_grad_(), on(src).requires_grad_()
+    want = torch.take(tx.t(), idx).sum() + torch.put(tx * 2, idx, ts, accumulate=True).pow(2).sum()
+    got = mg.take(mx.t(), on(idx)).sum() + mg.put(mx * 2, on(idx), ms, accumulate=True).pow(2).sum()
+    same(got, want)
+    want.backward()
+    got.backward()
+    same(mx.grad, tx.grad)
+    same(ms.grad, ts.grad)
+    y, t = on(x).t(), x.clone().t()
+    y.put_(on(idx), on(src))
+    t.put_(idx, src)
+    same(y, t)
+    assert y._version == t._version
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

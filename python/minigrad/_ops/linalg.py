@@ -2,7 +2,7 @@
 written once.
 
 Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_), joins (cat/concat/concatenate, stack) and index ops
-(gather, scatter, scatter_add, index_select, index_add, index_fill, index_copy, masked_select, masked_scatter), with in-place `_`
+(gather, scatter, scatter_add, index_select, index_add, index_fill, index_copy, take, put, masked_select, masked_scatter), with in-place `_`
 variants that return `self`. Argument kinds are checked here with torch's TypeError texts;
 everything else (shapes, dtypes, indices) is checked in the Rust core (rust/py/src/linalg.rs ->
 rust/core/src/ops/linalg.rs, join.rs, gather.rs, mask.rs, mask_scatter.rs).
@@ -21,7 +21,7 @@ import numbers
 import warnings
 
 from .. import _C
-from ._args import tensors_arg
+from ._args import bool_arg, tensors_arg
 from .registry import add_function, function, method
 
 
@@ -324,6 +324,43 @@ def index_copy(shift):
 @method()
 def index_copy_(self, dim, index, source):
     return _index_copy("index_copy_", self, dim, index, source, 0, True)
+
+
+@_method_and_function
+def take(shift):
+    def take(input, index):
+        """input's elements at `index` (int64, any shape; negatives count from the end), read
+        as if input were 1-D in row-major order; shaped like `index`."""
+        if shift:
+            _need_tensor("take", "input", 1, input)
+        _need_tensor("take", "index", 1 + shift, index)
+        return _C.take(input, index)
+    return take
+
+
+def _put(op, input, index, source, accumulate, shift, inplace):
+    if shift:
+        _need_tensor(op, "input", 1, input)
+    _need_tensor(op, "index", 1 + shift, index)
+    _need_tensor(op, "source", 2 + shift, source)
+    # (torch leaves the position out of this message when accumulate came by keyword; a
+    # parameter with a default cannot tell, so the position is always named)
+    return _C.put(input, index, source, bool_arg(op, "accumulate", 3 + shift, accumulate), inplace)
+
+
+@_method_and_function
+def put(shift):
+    def put(input, index, source, accumulate=False):
+        """A copy of input with source's elements written at `index` (as `take` reads it); with
+        `accumulate=True` they are added, repeated positions included."""
+        return _put("put", input, index, source, accumulate, shift, False)
+    return put
+
+
+@method()
+def put_(self, index, source, accumulate=False):
+    """In-place `put`; returns self."""
+    return _put("put_", self, index, source, accumulate, 0, True)
 
 
 # ----- joining (module functions only) -----

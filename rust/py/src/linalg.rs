@@ -142,6 +142,23 @@ pub fn index_copy(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, index: &B
     result(py, x, out, inplace)
 }
 
+#[pyfunction]
+pub fn take(py: Python<'_>, x: &Bound<'_, TensorBase>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (t, i) = (x.borrow().t.clone(), tensor_of(index, "index")?);
+    let out = run(py, i.numel(), move || gops::take(&t, &i))?;
+    wrap(py, out)
+}
+
+/// `put(index, source, accumulate)`; in place (`put_`) returns `x` itself.
+#[pyfunction]
+#[pyo3(signature = (x, index, source, accumulate, inplace=false))]
+pub fn put(py: Python<'_>, x: &Bound<'_, TensorBase>, index: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>, accumulate: bool, inplace: bool) -> PyResult<Py<PyAny>> {
+    let (t, i, s) = (x.borrow().t.clone(), tensor_of(index, "index")?, tensor_of(source, "source")?);
+    let work = s.numel() + if inplace { 0 } else { t.numel() };
+    let out = run(py, work, move || gops::put(&t, &i, &s, accumulate, inplace))?;
+    result(py, x, out, inplace)
+}
+
 /// `linalg_cross(input, other, dim)`; `dim=None` is `torch.cross`'s default (the first dim of
 /// size 3; the Python wrapper warns).
 #[pyfunction]
@@ -168,5 +185,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scatter, m)?)?;
     m.add_function(wrap_pyfunction!(scatter_add, m)?)?;
     m.add_function(wrap_pyfunction!(index_add, m)?)?;
+    m.add_function(wrap_pyfunction!(take, m)?)?;
+    m.add_function(wrap_pyfunction!(put, m)?)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Gathering and scattering along a dim: `gather`, `scatter(_)`, `scatter_add(_)`,
-//! `index_select`, `index_add(_)` (`masked_select` lives with the other mask ops in `mask.rs`).
+//! `index_select`, `index_add(_)`, and through a flat view `take` and `put(_)` (`masked_select`
+//! lives with the other mask ops in `mask.rs`).
 //!
 //! Every index is checked before anything is written, so a bad index raises torch's error
 //! and leaves the destination untouched (torch may have written part of it by then). The
@@ -7,7 +8,7 @@
 //!
 //! This file holds the checks and kernel calls the ops share and how their nodes are recorded.
 //! Each op sits with its adjoint, which is its backward: `gather_scatter.rs` (gather, scatter,
-//! scatter_add) and `index_select.rs` (index_select, index_add).
+//! scatter_add), `index_select.rs` (index_select, index_add) and `take_put.rs`.
 
 use crate::autograd::Formula;
 use crate::device::backend_for;
@@ -26,11 +27,13 @@ use crate::tensor::Tensor;
 mod gather_scatter;
 mod index_fill_copy;
 mod index_select;
+mod take_put;
 
 pub use gather_scatter::{gather, gather_raw, scatter, scatter_add, scatter_add_raw, scatter_raw, Reduce, Source};
 pub(crate) use gather_scatter::{gather_in_bounds, scatter_in_bounds};
 pub use index_fill_copy::{index_copy, index_copy_raw, index_fill, index_fill_raw, FillValue};
 pub use index_select::{index_add, index_add_raw, index_select, index_select_raw};
+pub use take_put::{put, put_raw, take, take_raw};
 
 fn is_index_dtype(t: &Tensor) -> bool {
     matches!(t.dtype(), DType::Int64 | DType::Int32)
