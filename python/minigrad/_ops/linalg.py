@@ -1,7 +1,7 @@
 """Linear algebra, joining and gathering: each op's Tensor method and `minigrad.<name>` function
 written once.
 
-Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_), joins (cat/concat/concatenate, stack) and index ops
+Products (matmul/@, mm, bmm, mv, dot, addmm, addmm_, kron), joins (cat/concat/concatenate, stack) and index ops
 (gather, scatter, scatter_add, index_select, index_add, index_fill, index_copy, take, put, masked_select, masked_scatter), with in-place `_`
 variants that return `self`. Argument kinds are checked here with torch's TypeError texts;
 everything else (shapes, dtypes, indices) is checked in the Rust core (rust/py/src/linalg.rs ->
@@ -137,6 +137,18 @@ def __rmatmul__(self, *args, **kwargs):
     if len(args) != 1 or kwargs or not isinstance(args[0], _C.TensorBase):
         return NotImplemented
     return _C.matmul(args[0], self, "matmul")
+
+
+@_method_and_function
+def kron(shift):
+    def kron(input, other):
+        """The Kronecker product: block (i, j, ...) of the result is input[i, j, ...] * other, the
+        shorter shape padded with leading 1s."""
+        if shift:
+            _need_tensor("kron", "input", 1, input)
+        _need_tensor("kron", "other", 1 + shift, other)
+        return _C.kron(input, other)
+    return kron
 
 
 # ----- gathering -----

@@ -42,6 +42,15 @@ pub fn addmm(py: Python<'_>, x: &Bound<'_, PyAny>, mat1: &Bound<'_, PyAny>, mat2
     wrap(py, out)
 }
 
+/// `kron(self, other)`.
+#[pyfunction]
+pub fn kron(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (x, y) = (tensor_of(a, "input")?, tensor_of(b, "other")?);
+    let work = x.numel().saturating_mul(y.numel());
+    let out = run(py, work, move || linalg::kron(&x, &y))?;
+    wrap(py, out)
+}
+
 fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     let seq = seq.cast::<PySequence>().map_err(|_| type_err("expected a sequence of Tensors"))?;
     seq.try_iter()?.map(|t| tensor_of(&t?, "tensors")).collect()
@@ -178,6 +187,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
     m.add_function(wrap_pyfunction!(addmm, m)?)?;
+    m.add_function(wrap_pyfunction!(kron, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::ops::views;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
-use super::{bmm, dot, dot_raw, mm, mm_raw, mv, mv_raw, Operand};
+use super::{bmm, dot, dot_raw, mm, mm_raw, mv, mv_raw, unsafe_view, Operand};
 use super::products::batched_product;
 
 /// torch's `should_fold`: fold a ≥3-D operand's batch into matrix rows (one mm/mv instead of
@@ -138,18 +138,6 @@ fn batch_operand<'a>(t: &'a Tensor, batch: &[usize], row: bool, col: bool) -> Op
         batch_strides[d] = if shape[i] == 1 && batch[d] != 1 { 0 } else { strides[i] };
     }
     Operand { t, batch_strides, rs, cs }
-}
-
-/// torch's `_unsafe_view` of a fresh product: the same memory under a new shape, not a view;
-/// UnsafeViewBackward0 reshapes the gradient back.
-fn unsafe_view(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let out = reshaped(t.fresh_handle(), shape);
-    if let Some(mut rec) = Recorder::new(&[Some(t)])? {
-        rec.value("self_sym_sizes", crate::ops::reduce::py_ints(t.shape()));
-        let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-        rec.finish("UnsafeViewBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(views::reshape(ctx.grad(), &back)?)])))?;
-    }
-    Ok(out)
 }
 
 /// torch's in-place `squeeze_(0)` of the (1×n) product of a vector and a matrix: the product

@@ -16,12 +16,29 @@ use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 mod addmm;
+mod kron;
 mod matmul;
 mod products;
 
 pub use addmm::{addmm, addmm_, addmm_raw};
+pub use kron::kron;
 pub use matmul::{matmul, matmul_raw};
 pub use products::{bmm, bmm_raw, dot, dot_raw, mm, mm_raw, mv, mv_raw};
+
+/// torch's `_unsafe_view`: the same memory under a new shape (refused as `view` refuses it),
+/// not a view in the graph; UnsafeViewBackward0 reshapes the gradient back. (torch also gives
+/// it a version counter of its own; here it shares `t`'s, so a later in-place change of `t` is
+/// caught at backward instead of silently read: docs/divergences.md.)
+fn unsafe_view(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let out = Tensor { layout: t.layout.view(&dims)?, ..t.fresh_handle() };
+    if let Some(mut rec) = Recorder::new(&[Some(t)])? {
+        rec.value("self_sym_sizes", crate::ops::reduce::py_ints(t.shape()));
+        let back: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+        rec.finish("UnsafeViewBackward0", &[&out], Box::new(move |ctx| Ok(vec![Some(crate::ops::views::reshape(ctx.grad(), &back)?)])))?;
+    }
+    Ok(out)
+}
 
 /// C++ type names, as torch's mm prints them ("float != double").
 fn cpp_name(d: DType) -> &'static str {
