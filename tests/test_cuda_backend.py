@@ -249,6 +249,21 @@ def test_take_and_put_on_the_device():
     assert y._version == t._version
 
 
+def test_bincount_and_histc_on_the_device():
+    x = torch.tensor([0, 3, 3, 1, 7])
+    w = torch.tensor([0.5, -1.0, 2.0, 0.25, 3.0])
+    for weights in (None, w, w.double()):
+        got = mg.bincount(on(x), None if weights is None else on(weights), minlength=9)
+        assert got.is_cuda
+        same(got, torch.bincount(x, weights, minlength=9))
+    v = torch.tensor([0.0, 0.1, 0.2, 0.3, 0.7, 1.0, float("nan"), -0.5])
+    for bins, lo, hi in ((10, 0, 1), (4, 0, 0), (3, -1, 0.5)):
+        data = v[:6] if lo == hi else v
+        got = mg.histc(on(data), bins, lo, hi)
+        assert got.is_cuda
+        same(got, torch.histc(data, bins, lo, hi))
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

@@ -1,5 +1,6 @@
 //! `_C` entry points for the ops the core composes from other ops: flip, roll, tril/triu,
-//! repeat/tile, sgn, nan_to_num, trace/diag/diag_embed, addcmul/addcdiv, lerp, einsum, addmm_. The Python wrappers
+//! repeat/tile, sgn, nan_to_num, trace/diag/diag_embed, addcmul/addcdiv, lerp, einsum, addmm_,
+//! bincount, histc. The Python wrappers
 //! (`_ops/shaping.py`, `_ops/fused.py`, `_ops/einsum.py`, `_ops/linalg.py`) check argument
 //! kinds with torch's TypeErrors; these parse, release the GIL for large work, and return the
 //! very `self` object from in-place variants.
@@ -31,6 +32,23 @@ fn number(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Scalar> {
 pub fn flip(py: Python<'_>, x: &Bound<'_, TensorBase>, dims: Vec<i64>) -> PyResult<Py<PyAny>> {
     let t = value(x);
     let out = run(py, t.numel(), move || shape_ops::flip(&t, &dims))?;
+    wrap(py, out)
+}
+
+/// `bincount(self, weights=None, minlength=0)`.
+#[pyfunction]
+pub fn bincount(py: Python<'_>, x: &Bound<'_, TensorBase>, weights: Option<&Bound<'_, PyAny>>, minlength: i64) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let w = weights.map(|w| tensor_of(w, "weights")).transpose()?;
+    let out = run(py, t.numel(), move || minigrad_core::ops::histograms::bincount(&t, w.as_ref(), minlength))?;
+    wrap(py, out)
+}
+
+/// `histc(self, bins, min, max)`.
+#[pyfunction]
+pub fn histc(py: Python<'_>, x: &Bound<'_, TensorBase>, bins: i64, min: f64, max: f64) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let out = run(py, t.numel(), move || minigrad_core::ops::histograms::histc(&t, bins, min, max))?;
     wrap(py, out)
 }
 
@@ -175,6 +193,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flip, m)?)?;
     m.add_function(wrap_pyfunction!(roll, m)?)?;
     m.add_function(wrap_pyfunction!(rot90, m)?)?;
+    m.add_function(wrap_pyfunction!(bincount, m)?)?;
+    m.add_function(wrap_pyfunction!(histc, m)?)?;
     m.add_function(wrap_pyfunction!(tri, m)?)?;
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;

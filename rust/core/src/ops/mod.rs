@@ -18,6 +18,7 @@ pub mod for_autograd;
 pub mod formulas;
 pub mod fused;
 pub mod gather;
+pub mod histograms;
 pub mod index;
 pub mod iter_layout;
 pub mod join;
