@@ -189,7 +189,11 @@ KNOWN = {("*", "AttributeError", "TypeError")} \
        ("split", "IndexError", "TypeError"), ("embedding", "AttributeError", "ValueError"), ("mv", "IndexError", "RuntimeError"),
        # a many-element bool tensor as unflatten's dim: torch's parser asks it for a truth value
        # (RuntimeError), minigrad refuses a non-int (TypeError)
-       ("unflatten", "RuntimeError", "TypeError")} \
+       ("unflatten", "RuntimeError", "TypeError"),
+       # torch.unique / unique_consecutive take *args, **kwargs and branch on the flags' truth
+       # first (boolean_dispatch): a many-element tensor flag raises before an unknown keyword is
+       # seen; minigrad's signature refuses the keyword first
+       ("unique", "RuntimeError", "TypeError"), ("unique_consecutive", "RuntimeError", "TypeError")} \
     | {(n, a, b) for n in ("full", "linspace", "split", "bmm") for a in ("TypeError", "RuntimeError", "NotImplementedError")
        for b in ("TypeError", "RuntimeError") if a != b} \
     | {("view", "RuntimeError", "NotImplementedError"), ("view", "TypeError", "RuntimeError"),

@@ -264,6 +264,17 @@ def test_bincount_and_histc_on_the_device():
         same(got, torch.histc(data, bins, lo, hi))
 
 
+def test_unique_on_the_device():
+    x = torch.tensor([[3.0, 1.0, -0.0], [3.0, 1.0, 0.0], [2.0, float("nan"), 2.0]])
+    for dim in (None, 0, 1):
+        for f in (torch.unique, torch.unique_consecutive):
+            want = f(x, return_inverse=True, return_counts=True, dim=dim)
+            got = getattr(mg, f.__name__)(on(x), return_inverse=True, return_counts=True, dim=dim)
+            assert all(g.is_cuda for g in got)
+            for g, w in zip(got, want):
+                same(g, w)
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

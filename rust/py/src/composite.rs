@@ -1,6 +1,6 @@
 //! `_C` entry points for the ops the core composes from other ops: flip, roll, tril/triu,
 //! repeat/tile, sgn, nan_to_num, trace/diag/diag_embed, addcmul/addcdiv, lerp, einsum, addmm_,
-//! bincount, histc. The Python wrappers
+//! bincount, histc, unique. The Python wrappers
 //! (`_ops/shaping.py`, `_ops/fused.py`, `_ops/einsum.py`, `_ops/linalg.py`) check argument
 //! kinds with torch's TypeErrors; these parse, release the GIL for large work, and return the
 //! very `self` object from in-place variants.
@@ -42,6 +42,14 @@ pub fn bincount(py: Python<'_>, x: &Bound<'_, TensorBase>, weights: Option<&Boun
     let w = weights.map(|w| tensor_of(w, "weights")).transpose()?;
     let out = run(py, t.numel(), move || minigrad_core::ops::histograms::bincount(&t, w.as_ref(), minlength))?;
     wrap(py, out)
+}
+
+/// `unique` / `unique_consecutive` (over `dim`, or all elements): (values, inverse, counts).
+#[pyfunction]
+pub fn unique(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, consecutive: bool) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
+    let t = value(x);
+    let u = run(py, t.numel(), move || minigrad_core::ops::unique::unique(&t, dim, consecutive))?;
+    Ok((wrap(py, u.values)?, wrap(py, u.inverse)?, wrap(py, u.counts)?))
 }
 
 /// `histc(self, bins, min, max)`.
@@ -195,6 +203,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rot90, m)?)?;
     m.add_function(wrap_pyfunction!(bincount, m)?)?;
     m.add_function(wrap_pyfunction!(histc, m)?)?;
+    m.add_function(wrap_pyfunction!(unique, m)?)?;
     m.add_function(wrap_pyfunction!(tri, m)?)?;
     m.add_function(wrap_pyfunction!(repeat, m)?)?;
     m.add_function(wrap_pyfunction!(sgn, m)?)?;

@@ -37,6 +37,7 @@ pub mod sgn;
 pub mod shape_ops;
 pub mod sort;
 pub mod unary;
+pub mod unique;
 pub mod views;
 pub mod write;
 pub mod optim;
