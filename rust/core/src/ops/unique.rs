@@ -40,7 +40,7 @@ fn run_starts(sorted: &Tensor) -> Result<Tensor> {
     let n = sorted.shape()[0] as i64;
     let first = Tensor::full_on(&[1], Scalar::Bool(true), DType::Bool, sorted.device())?;
     if n <= 1 {
-        return Ok(narrow_raw(&first, 0, 0, n)?);
+        return narrow_raw(&first, 0, 0, n);
     }
     let (next, prev) = (narrow_raw(sorted, 0, 1, n - 1)?, narrow_raw(sorted, 0, 0, n - 1)?);
     let mut differs = binary_raw(BinaryOp::Ne, &Arg::Tensor(next), &Arg::Tensor(prev), None)?;
