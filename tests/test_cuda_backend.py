@@ -275,6 +275,18 @@ def test_unique_on_the_device():
                 same(g, w)
 
 
+def test_searchsorted_and_bucketize_on_the_device():
+    seq = torch.tensor([[1.0, 2.0, 2.0, 3.0], [-1.0, 0.0, 5.0, 9.0]])
+    vals = torch.tensor([[2.0, 0.0, float("nan")], [5.0, -3.0, 9.5]])
+    for right in (False, True):
+        got = mg.searchsorted(on(seq), on(vals), right=right)
+        assert got.is_cuda
+        same(got, torch.searchsorted(seq, vals, right=right))
+        same(mg.bucketize(on(vals), on(seq[0]), right=right, out_int32=True),
+             torch.bucketize(vals, seq[0], right=right, out_int32=True))
+    same(mg.searchsorted(on(seq[0]), 2.5), torch.searchsorted(seq[0], 2.5))
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

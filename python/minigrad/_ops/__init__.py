@@ -17,6 +17,7 @@ in-place `_` variant, `minigrad.<name>` function) once and registering them thro
     factories.py    Tensor.new_empty / new_zeros / new_ones / new_full / new_tensor
     gathers.py      take_along_dim, repeat_interleave
     histograms.py   bincount, histc
+    searching.py    searchsorted, bucketize
     unique.py       unique, unique_consecutive
     differences.py  diff
     closeness.py    isclose, allclose, equal
@@ -34,5 +35,5 @@ Importing this package registers everything; the package root exports FUNCTIONS 
 
 from . import elementwise, indexing, linalg, reduce, views  # noqa: F401  (each registers on import)
 from . import classify, closeness, contractions, cross, diagonals, differences, einsum, factories, fused, gathers, histograms  # noqa: F401  (likewise)
-from . import scans, shaping, sorting, stacking, unique, view_composites  # noqa: F401  (likewise)
+from . import scans, searching, shaping, sorting, stacking, unique, view_composites  # noqa: F401  (likewise)
 from .registry import FUNCTIONS  # noqa: F401

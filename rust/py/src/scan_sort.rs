@@ -1,5 +1,5 @@
 //! `_C` entry points for the scans (cumsum, cumprod, logcumsumexp) and the sorting family
-//! (sort, topk, kthvalue, median). The Python wrappers (`_ops/scans.py`, `_ops/sorting.py`)
+//! (sort, topk, kthvalue, median, searchsorted). The Python wrappers (`_ops/scans.py`, `_ops/sorting.py`)
 //! resolve torch's overloads and argument kinds; these parse plain values, release the GIL for
 //! large tensors, and return `self` itself from in-place variants.
 
@@ -86,10 +86,45 @@ pub fn median(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: Option<i64>, keepd
     }
 }
 
+/// A tensor, or a Python number (torch's Scalar overloads).
+fn tensor_or_number(v: &Bound<'_, PyAny>) -> PyResult<minigrad_core::ops::Arg> {
+    use minigrad_core::ops::Arg;
+    match v.cast::<TensorBase>() {
+        Ok(t) => Ok(Arg::Tensor(value(t))),
+        Err(_) => Ok(Arg::Scalar(crate::convert::to_scalar(v)?.ok_or_else(|| type_err("expected a Tensor or a number"))?)),
+    }
+}
+
+fn numel(a: &minigrad_core::ops::Arg) -> usize {
+    a.tensor().map_or(1, |t| t.numel())
+}
+
+/// `searchsorted(sorted_sequence, values, out_int32, right, side, sorter)`, values a tensor or a
+/// number.
+#[pyfunction]
+#[pyo3(signature = (seq, values, out_int32, right, side, sorter))]
+pub fn searchsorted(py: Python<'_>, seq: &Bound<'_, TensorBase>, values: &Bound<'_, PyAny>, out_int32: bool, right: bool, side: Option<String>, sorter: Option<&Bound<'_, TensorBase>>) -> PyResult<Py<PyAny>> {
+    let (s, v, order) = (value(seq), tensor_or_number(values)?, sorter.map(value));
+    let work = s.numel() + numel(&v);
+    let out = run(py, work, move || minigrad_core::ops::searchsorted::searchsorted(&s, &v, out_int32, right, side.as_deref(), order.as_ref()))?;
+    wrap(py, out)
+}
+
+/// `bucketize(values, boundaries, out_int32, right)`.
+#[pyfunction]
+pub fn bucketize(py: Python<'_>, values: &Bound<'_, PyAny>, boundaries: &Bound<'_, TensorBase>, out_int32: bool, right: bool) -> PyResult<Py<PyAny>> {
+    let (v, b) = (tensor_or_number(values)?, value(boundaries));
+    let work = b.numel() + numel(&v);
+    let out = run(py, work, move || minigrad_core::ops::searchsorted::bucketize(&v, &b, out_int32, right))?;
+    wrap(py, out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cum, m)?)?;
     m.add_function(wrap_pyfunction!(logcumsumexp, m)?)?;
     m.add_function(wrap_pyfunction!(sort, m)?)?;
+    m.add_function(wrap_pyfunction!(searchsorted, m)?)?;
+    m.add_function(wrap_pyfunction!(bucketize, m)?)?;
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(kthvalue, m)?)?;
     m.add_function(wrap_pyfunction!(median, m)?)?;

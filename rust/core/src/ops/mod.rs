@@ -33,6 +33,7 @@ pub mod pad;
 pub mod pool;
 pub mod reduce;
 pub mod scan;
+pub mod searchsorted;
 pub mod sgn;
 pub mod shape_ops;
 pub mod sort;
