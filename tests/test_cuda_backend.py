@@ -287,6 +287,20 @@ def test_searchsorted_and_bucketize_on_the_device():
     same(mg.searchsorted(on(seq[0]), 2.5), torch.searchsorted(seq[0], 2.5))
 
 
+def test_cummax_and_cummin_on_the_device():
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 2.0], [0.0, -1.0, 0.0, 5.0, 5.0]])
+    tx, mx = x.clone().requires_grad_(), on(x).requires_grad_()
+    for op in ("cummax", "cummin"):
+        for dim in (0, 1):
+            got, want = getattr(mg, op)(on(x), dim), getattr(torch, op)(x, dim)
+            assert got.values.is_cuda and got.indices.is_cuda
+            same(got.values, want.values)
+            same(got.indices, want.indices)
+    torch.cummax(tx, 1).values.nan_to_num().sum().backward()
+    mg.cummax(mx, 1).values.nan_to_num().sum().backward()
+    same(mx.grad, tx.grad)
+
+
 def test_index_fill_and_index_copy_on_the_device():
     x = torch.arange(12.0).reshape(3, 4)
     src = torch.arange(8.0).reshape(2, 4) * -1

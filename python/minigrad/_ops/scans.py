@@ -1,5 +1,5 @@
 """Scans along a dim: cumsum and cumprod (with `dtype=` and in-place `cumsum_`/`cumprod_`),
-logcumsumexp. Each is written once, as torch's function `name(input, ...)` with its argument
+logcumsumexp, cummax and cummin (named (values, indices) results, `minigrad.return_types`). Each is written once, as torch's function `name(input, ...)` with its argument
 positions shifted for the method (see linalg.py, `_method_and_function`); the work and every
 value error are in `_C` (rust/py/src/scan_sort.rs -> rust/core/src/ops/scan.rs)."""
 
@@ -7,6 +7,7 @@ from .. import _C
 from ._args import MISSING, dtype_arg, int_arg, required
 from .linalg import _method_and_function, _need_tensor
 from .registry import method
+from .sorting import _named
 
 
 def _cum(op, shift):
@@ -55,3 +56,24 @@ def logcumsumexp(shift):
         return _C.logcumsumexp(input, d)
 
     return logcumsumexp
+
+
+def _cum_extreme(op, is_max, result):
+    def scan(shift):
+        def cum_extreme(input, dim=MISSING):
+            if shift:
+                _need_tensor(op, "input", 1, input)
+            d = int_arg(op, "dim", 1 + shift, required(op, "dim", dim))
+            return result(_C.cum_extreme(input, d, is_max))
+
+        cum_extreme.__name__ = op
+        cum_extreme.__doc__ = (f"(values, indices) of the running {'maximum' if is_max else 'minimum'} along `dim`: "
+                               "ties and NaNs take the later index, and a NaN, once seen, stays.")
+        return cum_extreme
+
+    scan.__name__ = op
+    return scan
+
+
+cummax = _method_and_function(_cum_extreme("cummax", True, _named("cummax")))
+cummin = _method_and_function(_cum_extreme("cummin", False, _named("cummin")))

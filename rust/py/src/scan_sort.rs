@@ -1,4 +1,4 @@
-//! `_C` entry points for the scans (cumsum, cumprod, logcumsumexp) and the sorting family
+//! `_C` entry points for the scans (cumsum, cumprod, logcumsumexp, cummax, cummin) and the sorting family
 //! (sort, topk, kthvalue, median, searchsorted). The Python wrappers (`_ops/scans.py`, `_ops/sorting.py`)
 //! resolve torch's overloads and argument kinds; these parse plain values, release the GIL for
 //! large tensors, and return `self` itself from in-place variants.
@@ -59,6 +59,14 @@ pub fn sort(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, descending: boo
 pub fn topk(py: Python<'_>, x: &Bound<'_, TensorBase>, k: i64, dim: i64, largest: bool, sorted: bool) -> PyResult<Py<PyAny>> {
     let t = value(x);
     let out = run(py, t.numel(), move || sorting::topk(&t, k, dim, largest, sorted))?;
+    pair(py, out)
+}
+
+/// `cummax(dim)` / `cummin(dim)`: (values, indices).
+#[pyfunction]
+pub fn cum_extreme(py: Python<'_>, x: &Bound<'_, TensorBase>, dim: i64, is_max: bool) -> PyResult<Py<PyAny>> {
+    let t = value(x);
+    let out = run(py, t.numel(), move || minigrad_core::ops::cum_extreme::cum_extreme(&t, dim, is_max))?;
     pair(py, out)
 }
 
@@ -127,6 +135,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bucketize, m)?)?;
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(kthvalue, m)?)?;
+    m.add_function(wrap_pyfunction!(cum_extreme, m)?)?;
     m.add_function(wrap_pyfunction!(median, m)?)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod conv;
 pub mod copy;
 pub mod creation;
 pub mod cross;
+pub mod cum_extreme;
 pub mod logit;
 pub mod diag;
 pub mod cuda_kernels;
