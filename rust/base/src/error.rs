@@ -45,6 +45,12 @@ pub fn fmt_shape(shape: &[usize]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// torch's dispatch error for a kernel without an instance for `dtype`:
+/// `"name" not implemented for 'Float'`.
+pub fn not_implemented_for(kernel: &str, dtype: crate::dtype::DType) -> Error {
+    Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, dtype.scalar_type_name()))
+}
+
 /// A double as C++'s `ostream << double` prints it (`%g`, 6 significant digits), for messages.
 pub fn fmt_g(v: f64) -> String {
     if v.is_nan() {

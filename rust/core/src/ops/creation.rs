@@ -49,7 +49,7 @@ fn narrow_float(dtype: DType) -> Option<DType> {
 
 fn require_float(dtype: DType, what: &str) -> Result<()> {
     if !dtype.is_floating() {
-        return Err(Error::NotImplemented(format!("\"{}\" not implemented for '{}'", what, dtype.scalar_type_name())));
+        return Err(crate::error::not_implemented_for(what, dtype));
     }
     Ok(())
 }

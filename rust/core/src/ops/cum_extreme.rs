@@ -17,6 +17,7 @@ use crate::ops::copy::contiguous_copy;
 use crate::ops::formulas as fm;
 use crate::ops::gather::scatter_add;
 use crate::ops::join::cat_raw;
+use crate::ops::scan::positions_along;
 use crate::ops::unary::{unary_raw, UnaryOp};
 use crate::ops::views::narrow_raw;
 use crate::ops::Arg;
@@ -58,16 +59,6 @@ pub fn cum_extreme_raw(x: &Tensor, dim: i64, is_max: bool) -> Result<(Tensor, Te
         span *= 2;
     }
     Ok((values, indices))
-}
-
-/// An int64 tensor shaped `shape` holding each element's index along `dim` (0 for a 0-d one).
-fn positions_along(shape: &[usize], dim: usize) -> Result<Tensor> {
-    if shape.is_empty() {
-        return Tensor::from_fn(&[], |_| 0i64);
-    }
-    let inner: usize = shape[dim + 1..].iter().product();
-    let n = shape[dim];
-    Tensor::from_fn(shape, |i| ((i / inner.max(1)) % n.max(1)) as i64)
 }
 
 /// Differentiable `cummax(dim)` / `cummin(dim)` (CummaxBackward0 / CumminBackward0).

@@ -13,7 +13,7 @@
 use crate::autograd::Recorder;
 use crate::dtype::{DType, Scalar};
 use crate::element::round_through;
-use crate::error::{fmt_g, Error, Result};
+use crate::error::{fmt_g, not_implemented_for as not_implemented, Error, Result};
 use crate::ops::binary::{binary_raw, where_raw, BinaryOp, NOT_IMPLEMENTED_NODE};
 use crate::ops::copy::{cast_input, contiguous_raw, to_dtype_raw};
 use crate::ops::gather::index_add_raw;
@@ -21,10 +21,6 @@ use crate::ops::mask::masked_select_raw;
 use crate::ops::reduce::amax_raw;
 use crate::ops::Arg;
 use crate::tensor::Tensor;
-
-fn not_implemented(kernel: &str, dtype: DType) -> Error {
-    Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, dtype.scalar_type_name()))
-}
 
 /// `index`'s positions counted into `nbins` zeros of `dtype`, each adding its `weights` element
 /// (or 1).

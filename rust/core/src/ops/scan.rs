@@ -252,8 +252,11 @@ fn cumprod_backward_masked(g: &Tensor, x: &Tensor, dim: usize, result: &Tensor, 
     where_raw(&first_zero, &ta(&at_zero), &ta(&head))
 }
 
-/// An int64 tensor shaped `shape` holding each element's index along `dim`.
-fn positions_along(shape: &[usize], dim: usize) -> Result<Tensor> {
+/// An int64 tensor shaped `shape` holding each element's index along `dim` (0 for a 0-d shape).
+pub(crate) fn positions_along(shape: &[usize], dim: usize) -> Result<Tensor> {
+    if shape.is_empty() {
+        return Tensor::from_fn(&[], |_| 0i64);
+    }
     let inner: usize = shape[dim + 1..].iter().product();
     let n = shape[dim];
     Tensor::from_fn(shape, |i| ((i / inner.max(1)) % n.max(1)) as i64)

@@ -88,7 +88,7 @@ pub fn searchsorted(seq: &Tensor, values: &Arg, out_int32: bool, right: bool, si
     let right = check(seq, values, right, side, sorter)?;
     let out_dtype = if out_int32 { DType::Int32 } else { DType::Int64 };
     if dtype == DType::Bool {
-        return Err(Error::NotImplemented("\"searchsorted_out_cpu\" not implemented for 'Bool'".into()));
+        return Err(crate::error::not_implemented_for("searchsorted_out_cpu", dtype));
     }
     if values.numel() == 0 {
         return Tensor::zeros_on(values.shape(), out_dtype, values.device());

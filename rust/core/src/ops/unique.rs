@@ -117,7 +117,7 @@ fn unique_slices(x: &Tensor, dim: i64, sort: bool) -> Result<Unique> {
         None => rows,
     };
     let starts = run_starts(&sorted)?;
-    let picked = masked_select_raw(&crate::ops::copy::to_device_raw(&Tensor::from_fn(&[n], |i| i as i64)?, x.device())?, &starts)?;
+    let picked = masked_select_raw(&crate::ops::copy::to_device_raw(&crate::ops::scan::positions_along(&[n], 0)?, x.device())?, &starts)?;
     let kept = index_select_raw(&sorted, 0, &picked)?;
     let mut shape = vec![picked.numel() as i64];
     shape.extend(rest);

@@ -56,9 +56,7 @@ fn cpp_name(d: DType) -> &'static str {
     }
 }
 
-fn not_implemented(kernel: &str, d: DType) -> Error {
-    Error::NotImplemented(format!("\"{}\" not implemented for '{}'", kernel, d.scalar_type_name()))
-}
+use crate::error::not_implemented_for as not_implemented;
 
 /// One operand of a product, read in place: batch strides aligned with the output's batch
 /// shape (0 where broadcast), then row and column strides of each matrix.
