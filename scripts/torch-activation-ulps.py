@@ -3,7 +3,8 @@
 minigrad's: max error in ulps of a float64 reference over the same kind of inputs (every k-th
 float32 of the range, so each binade gets its share, plus a uniform grid). The torch column of
 docs/kernels.md's accuracy table comes from this script (one thread; any machine with AVX-512
-or AVX2 gives torch's SLEEF/vectorised paths).
+or AVX2 gives torch's vectorised paths: MKL's VML for exp, log and tanh in MKL builds, SLEEF
+and ATen's own formulas for the rest).
 
     python3 scripts/torch-activation-ulps.py
 """

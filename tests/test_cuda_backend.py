@@ -78,18 +78,19 @@ UNARY_FLOAT = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rs
 TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "rsqrt", *UNARY_MATH}
 
 
+def ieee_sqrt(t):
+    """The correctly rounded square root of each element (NaN below zero), in t's dtype."""
+    return torch.tensor([math.sqrt(v) if v >= 0 else math.nan for v in t.flatten().tolist()], dtype=t.dtype).reshape(t.shape)
+
+
 @pytest.mark.parametrize("op", UNARY_FLOAT)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_unary_float_ops_every_layout(op, dtype):
     for name, view in layouts(values(dtype)):
         m, ref_in = to_mg(view)
-        ref = getattr(torch, op)(ref_in)
-        if op == "sqrt":
-            # IEEE sqrt is correctly rounded, and so are ours. torch's CPU sqrt goes through MKL's
-            # VML where torch is built with MKL: on a Xeon it returned sqrt(0.5) and sqrt(2) one
-            # ulp off in float64 (docs/divergences.md), so the reference is the IEEE one.
-            ref = torch.tensor([math.sqrt(v) if v >= 0 else math.nan for v in ref_in.flatten().tolist()],
-                               dtype=ref_in.dtype).reshape(ref_in.shape)
+        # IEEE sqrt is correctly rounded, and so are ours; torch's CPU sqrt is MKL's VML in MKL
+        # builds, one ulp off for sqrt(0.5) and sqrt(2) in float64 on a Xeon (docs/divergences.md).
+        ref = ieee_sqrt(ref_in) if op == "sqrt" else getattr(torch, op)(ref_in)
         # exact where the C library and CUDA agree on correctly rounded results; close otherwise
         # CUDA's double sqrt differed from the CPU's in the last bit on an H100 (docs/gpu.md, Numbers)
         inexact_on_gpu = {"sigmoid", "sqrt"}

@@ -1,7 +1,8 @@
 //! Accuracy of the float32 vector functions against float64 references, in ulps of the exact
 //! result (the spacing of float32 values at the reference, 2^-149 below the normal range).
 //! The bounds asserted here are the ones `docs/kernels.md` documents; torch's CPU kernels use
-//! SLEEF's 1.0 to 3.5 ulp functions (and a 1.5e-7 absolute erf approximation for gelu).
+//! MKL's VML (exp, log, tanh, in MKL builds) and SLEEF's 1.0 to 3.5 ulp functions (and a
+//! 1.5e-7 absolute erf approximation for gelu).
 
 use super::{map1, map2, LaneFn1, LaneFn2};
 use crate::unary::*;
