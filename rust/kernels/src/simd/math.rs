@@ -36,7 +36,8 @@ pub(crate) fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
     (n + ROUND_MAGIC).bits().add(127).shl(23).to_f32s()
 }
 
-/// e^x, within 0.55 ulp of the exact value (0.75 for subnormal results).
+/// e^x, within 0.55 ulp of the exact value (0.75 for subnormal results): 2^k 2^(j/16) e^r,
+/// with 2^(j/16) read from a table held in registers and e^r - 1 a polynomial of degree 3.
 #[inline(always)]
 pub fn exp<S: Simd>(x: F32s<S>) -> F32s<S> {
     // -0.0 is the additive identity LLVM may fold away (x + 0.0 is not: -0.0 + 0.0 = 0.0).
@@ -59,34 +60,52 @@ pub fn exp_hl<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
 #[inline(always)]
 fn exp_normal<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     let (z, _, er) = reduce_and_expand(x, x_lo);
-    // z holds n in its low mantissa bits: shifted by 23 they add n to the exponent.
-    er.bits().add_bits(z.bits().shl(23)).to_f32s()
+    // z holds n = 16k + j in its low mantissa bits: shifted by 19, k lands in the exponent
+    // field (j, below it, is masked off), and adding it multiplies by 2^k.
+    er.bits().add_bits(z.bits().shl(19).and(0xFF80_0000)).to_f32s()
 }
 
-/// (z, n, e^r) with x + x_lo = n ln2 + r (+ r_lo): the exponent and the mantissa of e^x; z
-/// is n + ROUND_MAGIC, n in its low mantissa bits.
+/// 2^(j/16) for j = 0..16, as the nearest float32 `EXP_T_HI[j]` and the rest, `EXP_T_LO[j]`
+/// (|lo| < 2^-24 hi): the pair is within 2^-48 of the exact power (relative). Computed with
+/// mpmath (the power to 100 bits, rounded to float32, the remainder rounded to float32);
+/// `exp_table_is_two_to_the_j_sixteenths` checks them against float64.
+const EXP_T_HI: [f32; 16] = [
+    1.0, 1.044_273_7, 1.090_507_7, 1.138_788_6, 1.189_207_1, 1.241_857_8, 1.296_839_6, 1.354_255_6, 1.414_213_5, 1.476_826_2,
+    1.542_210_8, 1.610_490_3, 1.681_792_9, 1.756_252_2, 1.834_008_1, 1.915_206_6,
+];
+const EXP_T_LO: [f32; 16] = [
+    0.0, 4.833_470_2e-8, -1.307_754e-8, 5.386_222_3e-8, 3.797_635_3e-8, 4.496_838e-8, -4.018_999_5e-8, -1.012_334_9e-8,
+    2.420_323_5e-8, -4.500_899e-8, 8.070_905e-9, 9.836_217e-9, -2.475_532_7e-8, -9.235_770_4e-9, -1.123_927_8e-8,
+    9.845_328e-9,
+];
+/// ln2 / 16 in two pieces (LN2_HI, LN2_LO scaled exactly): `n * LN2_16_HI` is exact for the
+/// |n| <= 2400 exp needs.
+const LN2_16_HI: f32 = LN2_HI / 16.0;
+const LN2_16_LO: f32 = LN2_LO / 16.0;
+
+/// (z, n, e^(x - k ln2)) with x + x_lo = n ln2/16 + r, n = 16k + j, 0 <= j < 16: z is
+/// n + ROUND_MAGIC (n in its low mantissa bits), and the third is 2^(j/16) e^r, near [1, 2).
 #[inline(always)]
 fn reduce_and_expand<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> (F32s<S>, F32s<S>, F32s<S>) {
-    // x = n ln2 + r + r_lo with |r| <= ln2 / 2: the first step is exact, the second rounds,
-    // and r_lo is what it rounded away (Cody and Waite, the error recovered by FMA).
-    let z = x.mul_add_c(LOG2_E, ROUND_MAGIC);
+    // |r| <= ln2 / 32: n ln2_hi / 16 and its subtraction from x are exact, the second step
+    // rounds r (by 2^-30 of the result at most; Cody and Waite).
+    let z = x.mul_add_c(16.0 * LOG2_E, ROUND_MAGIC);
     let n = z - ROUND_MAGIC;
-    let r_hi = n.mul_add(x.k(-LN2_HI), x);
-    let r = n.mul_add(x.k(-LN2_LO), r_hi);
-    let r_lo = n.mul_add(x.k(-LN2_LO), r_hi - r) + x_lo;
-    // e^r = 1 + r + r^2 P(r), P fitted here (relative error 3e-10 on |r| <= ln2 / 2), and
-    // e^(r + r_lo) = e^r (1 + r_lo) = (1 + r) + q: 1 + r = s + s_lo exactly, so only the
-    // last addition rounds noticeably.
-    let p = horner(r, &[1.985_788_5e-4, 1.393_359_7e-3, 8.333_360_8e-3, 4.166_646_7e-2, 1.666_666_7e-1, 0.5]);
-    let pr2 = p * (r * r);
-    let q = r_lo.mul_add(r + pr2, r_lo) + pr2;
-    let s = r + 1.0;
-    let s_lo = (x.k(1.0) - s) + r;
-    (z, n, s + (s_lo + q))
+    let r = n.mul_add(x.k(-LN2_16_HI), x);
+    let r = n.mul_add(x.k(-LN2_16_LO), r) + x_lo;
+    // e^r - 1 = r + r^2 (c2 + c3 r), fitted here (error 1.7e-9 on |r| <= 1.01 ln2/32).
+    let p = r.mul_add_c(1.666_703_2e-1, 5.000_165e-1).mul_add(r * r, r);
+    // The low 4 bits of n (two's complement) pick 2^(j/16) from the table held in registers.
+    // 2^(j/16) e^r = t_hi + (t_hi p + t_lo): the last addition is the only rounding of note
+    // (0.5 ulp); the inner one is 2^-5 of an ulp smaller.
+    let j = z.bits();
+    let t_hi = j.lookup16(&EXP_T_HI);
+    let t_lo = j.lookup16(&EXP_T_LO);
+    (z, n, t_hi + t_hi.mul_add(p, t_lo))
 }
 
-/// The general path of `exp_hl`: clamped so the exponent tricks stay in range, and 2^n
-/// applied in two halves so that n down to -150 (subnormal results) and up to 128 (overflow
+/// The general path of `exp_hl`: clamped so the exponent tricks stay in range, and 2^k
+/// applied in two halves so that k down to -150 (subnormal results) and up to 128 (overflow
 /// to inf) stay exact until the last multiply, which rounds once.
 #[inline(always)]
 fn exp_careful<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
@@ -95,9 +114,10 @@ fn exp_careful<S: Simd>(x: F32s<S>, x_lo: F32s<S>) -> F32s<S> {
     let x = F32s::select(x.gt_c(89.0), x.k(89.0), x);
     let x = F32s::select(x.lt_c(-104.0), x.k(-104.0), x);
     let (_, n, er) = reduce_and_expand(x, x_lo);
-    let n1 = (n * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
-    let n2 = n - n1;
-    er * pow2i(n1) * pow2i(n2)
+    // k = floor(n / 16): n / 16 - 15/32 lies within 15/32 of k (exact: a multiple of 1/32).
+    let k = (n.mul_add_c(0.0625, -0.468_75) + ROUND_MAGIC) - ROUND_MAGIC;
+    let k1 = (k * 0.5 + ROUND_MAGIC) - ROUND_MAGIC;
+    er * pow2i(k1) * pow2i(k - k1)
 }
 
 /// ln x, at most 1 ulp from the exact value (subnormal inputs included).
@@ -312,5 +332,19 @@ impl super::LaneFn2 for ExpDiff {
     #[inline(always)]
     fn apply<S: Simd>(self, x: F32s<S>, m: F32s<S>) -> F32s<S> {
         exp(x - m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exp_table_is_two_to_the_j_sixteenths() {
+        for j in 0..16 {
+            let exact = (j as f64 / 16.0).exp2();
+            let (hi, lo) = (super::EXP_T_HI[j] as f64, super::EXP_T_LO[j] as f64);
+            assert_eq!(super::EXP_T_HI[j], exact as f32, "2^({j}/16) rounded to float32");
+            // lo rounds by 2^-49 at most, float64's exp2 by 2^-52.
+            assert!(((hi + lo) - exact).abs() <= 2f64.powi(-48) * exact, "2^({j}/16): {hi} + {lo}");
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! - [`run`]: run any closure under the detected instruction set, so that plain slice loops
 //!   LLVM auto-vectorises use the wide registers too;
 //! - `math` (exp, log, tanh, sigmoid) and `normal` (the normal cdf for gelu) hold the functions;
+//!   `lookup` reads small tables held in registers (exp's `2^(j/16)`);
 //! - `fold`: max/min of f32 runs and the passes of a softmax row; `sum`: sums (and sums of
 //!   squares) of f32 runs, in float32 lanes in a fixed cascade; `sum_rows`: column sums of f32
 //!   rows (the outer shape's sums), in 16-row float32 partials; `extreme_rows`: column max/min
@@ -18,6 +19,7 @@
 
 pub mod extreme_rows;
 pub mod fold;
+mod lookup;
 pub mod math;
 pub mod normal;
 pub mod sum;
@@ -249,6 +251,11 @@ impl<S: Simd> U32s<S> {
     #[inline(always)]
     pub fn shr(self, n: u32) -> Self {
         U32s { s: self.s, v: self.s.wrapping_dyn_shr_u32s(self.v, self.s.splat_u32s(n)) }
+    }
+    /// Lane i gets `table[self_i % 16]` (register permutes where the instruction set has them).
+    #[inline(always)]
+    pub fn lookup16(self, table: &[f32; 16]) -> F32s<S> {
+        F32s { s: self.s, v: lookup::lookup16(self.s, self.v, table) }
     }
     #[inline(always)]
     pub fn to_f32s(self) -> F32s<S> {
