@@ -45,3 +45,39 @@ pub(super) fn lookup16<S: Simd>(s: S, idx: S::u32s, table: &[f32; 16]) -> S::f32
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use pulp::{Simd, WithSimd};
+
+    /// Looks up indices 0..64 (wrapping past 16) a vector at a time under one instruction set.
+    struct LookUp<'a>(&'a [f32; 16]);
+    impl WithSimd for LookUp<'_> {
+        type Output = Vec<f32>;
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) -> Vec<f32> {
+            let idx: Vec<u32> = (0..64).map(|i| i * 7 + (i >> 4)).collect();
+            let mut out = vec![0f32; 64];
+            let (ih, _) = S::as_simd_u32s(&idx);
+            let (oh, _) = S::as_mut_simd_f32s(&mut out);
+            for (o, &i) in oh.iter_mut().zip(ih) {
+                *o = super::lookup16(s, i, self.0);
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn every_instruction_set_reads_the_entry_of_the_low_four_bits() {
+        let table: [f32; 16] = std::array::from_fn(|i| 1.0 + i as f32 * 0.25);
+        let want: Vec<f32> = (0..64u32).map(|i| table[((i * 7 + (i >> 4)) % 16) as usize]).collect();
+        let mut archs = vec![crate::simd::arch(), pulp::Arch::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if let Some(v3) = pulp::x86::V3::try_new() {
+            archs.push(pulp::Arch::V3(v3));
+        }
+        for a in archs {
+            assert_eq!(a.dispatch(LookUp(&table)), want);
+        }
+    }
+}

@@ -36,7 +36,7 @@ pub(crate) fn pow2i<S: Simd>(n: F32s<S>) -> F32s<S> {
     (n + ROUND_MAGIC).bits().add(127).shl(23).to_f32s()
 }
 
-/// e^x, within 0.55 ulp of the exact value (0.75 for subnormal results): 2^k 2^(j/16) e^r,
+/// e^x, within 0.57 ulp of the exact value (0.75 for subnormal results): 2^k 2^(j/16) e^r,
 /// with 2^(j/16) read from a table held in registers and e^r - 1 a polynomial of degree 3.
 #[inline(always)]
 pub fn exp<S: Simd>(x: F32s<S>) -> F32s<S> {
