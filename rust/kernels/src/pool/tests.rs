@@ -210,3 +210,27 @@ fn avg_matches_the_window_loop_and_its_adjoint_is_the_transpose() {
         assert!((lhs - rhs).abs() <= 1e-9 * lhs.abs().max(1.0), "{lhs} {rhs}");
     }
 }
+
+#[test]
+fn two_by_two_stride_two_matches_the_window_loop_bit_for_bit() {
+    // The stacked-planes path (`is_2x2_stride_2`): serial and (from 2^18 elements) split over
+    // threads, with NaNs, signed zeros and -inf, whose winners depend on the taps' order.
+    for (h, w, planes) in [(8, 8, 3), (2, 2, 1), (4, 10, 7), (8, 8, 1024), (6, 32, 300), (8, 8, 4096), (16, 16, 1100)] {
+        let g = MaxGeometry { h, w, oh: h / 2, ow: w / 2, kernel: [2, 2], stride: [2, 2], padding: [0, 0], dilation: [1, 1] };
+        let specials = [f64::NAN, -0.0, 0.0, f64::NEG_INFINITY, -f64::NAN];
+        let x: Vec<f64> = data(planes * h * w, (h * w + planes) as u64)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| if i % 7 == 3 { specials[(i / 7) % specials.len()] } else { v })
+            .collect();
+        let (want, want_idx) = max_reference(&x, &g, planes);
+        let n = want.len();
+        let (mut out, mut idx, mut vals) = (vec![0.0; n], vec![0i64; n], vec![0.0; n]);
+        max_forward(&x, &g, &mut out, &mut idx);
+        max_forward_values(&x, &g, &mut vals);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+        assert_eq!(bits(&out), bits(&want), "{g:?}");
+        assert_eq!(bits(&vals), bits(&want), "{g:?}");
+        assert_eq!(idx, want_idx, "{g:?}");
+    }
+}
