@@ -71,13 +71,11 @@ mod tests {
     fn every_instruction_set_reads_the_entry_of_the_low_four_bits() {
         let table: [f32; 16] = std::array::from_fn(|i| 1.0 + i as f32 * 0.25);
         let want: Vec<f32> = (0..64u32).map(|i| table[((i * 7 + (i >> 4)) % 16) as usize]).collect();
-        let mut archs = vec![crate::simd::arch(), pulp::Arch::Scalar];
+        assert_eq!(crate::simd::arch().dispatch(LookUp(&table)), want);
+        assert_eq!(pulp::Arch::Scalar.dispatch(LookUp(&table)), want);
         #[cfg(target_arch = "x86_64")]
         if let Some(v3) = pulp::x86::V3::try_new() {
-            archs.push(pulp::Arch::V3(v3));
-        }
-        for a in archs {
-            assert_eq!(a.dispatch(LookUp(&table)), want);
+            assert_eq!(pulp::Arch::V3(v3).dispatch(LookUp(&table)), want);
         }
     }
 }
