@@ -262,7 +262,9 @@ def test_reductions(name):
     close_in(ma.sum(dtype=mg.float32), ta.sum(dtype=torch.float32), ulps=64)  # float32 sums, orders differ
     if name in HALVES:
         same(ma2.mean(1), ta2.mean(1))
-        same(ma2.softmax(1), ta2.softmax(1))
+        # a float32 exp under the half rounding, like the unary transcendentals above: one
+        # result in 3000 sits at a rounding boundary where exp's last float32 bit decides it
+        close_in(ma2.softmax(1), ta2.softmax(1))
         close_in((ma2 / 30).logsumexp(1), (ta2 / 30).logsumexp(1))
         torch.testing.assert_close(torch.tensor(ma2.var(1).float().tolist()), ta2.var(1).float(), rtol=1e-2, atol=0)
 
