@@ -140,7 +140,7 @@ fn activations() {
 
 /// Every conv path that can run a 3x3 'same' float32 conv (Winograd at several chunk budgets,
 /// the chunked im2col + gemm, the per-image im2col + gemm), forward and both gradients, for the
-/// bench's 64x16x8x8 -> 16 and two neighbours: best of 30 rounds of 10, µs.
+/// bench's 64x16x8x8 -> 16 and two neighbours: best of 30 rounds of 10, µs; then max pooling.
 fn conv_paths() {
     pool(1).install(|| {
         for (n, c, k, hw) in [(64, 16, 16, 8), (64, 16, 16, 16), (32, 32, 32, 8)] {
@@ -159,6 +159,18 @@ fn conv_paths() {
                 let d = us(&mut || conv_path(path, 2, &x, &w, &gy, &mut dw, &g));
                 println!("  {name:<22} {f:7.1} {i:7.1} {d:7.1}");
             }
+        }
+        // max_pool2d of the bench's 64x16x8x8: the 2x2 stride-2 windows (the stacked-planes
+        // loop) and 3x3 stride-2 ones with padding 1 (the general runs), same output size.
+        use minigrad_kernels::pool::{max_forward, max_forward_values, MaxGeometry};
+        let x = pseudo_random(64 * 16 * 64, 4, -1.0, 2.0);
+        let (mut out, mut idx) = (vec![0f32; 64 * 16 * 16], vec![0i64; 64 * 16 * 16]);
+        println!("max_pool2d 64x16x8x8 -> 4x4: values / with indices, µs");
+        for (name, k, p) in [("2x2 stride 2", 2, 0), ("3x3 stride 2 pad 1", 3, 1)] {
+            let g = MaxGeometry { h: 8, w: 8, oh: 4, ow: 4, kernel: [k, k], stride: [2, 2], padding: [p, p], dilation: [1, 1] };
+            let v = best(30, 20, || max_forward_values(&x, &g, &mut out)) * 1e6;
+            let i = best(30, 20, || max_forward(&x, &g, &mut out, &mut idx)) * 1e6;
+            println!("  {name:<22} {v:7.1} {i:7.1}");
         }
     });
 }
